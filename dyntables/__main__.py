@@ -1,0 +1,3 @@
+from dyntables.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Dynamic table definitions and state, kept in the Iceberg catalog."""

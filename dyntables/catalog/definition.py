@@ -1,0 +1,144 @@
+"""A dynamic table's definition and refresh state, stored in its own table properties.
+
+Keeping both in the Iceberg table's metadata makes the table self-describing and lets
+one metadata commit publish data, definition and the source snapshots it reflects.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from dyntables.sql.tokens import TableName
+
+PREFIX = "dyntables."
+KIND = "dynamic_table"
+ACTIVE = "ACTIVE"
+SUSPENDED = "SUSPENDED"
+DEFAULT_RETENTION_DAYS = 1
+
+
+@dataclass(frozen=True)
+class SourceVersion:
+    """What a refresh read from one source: the snapshot (None: table was empty) and the
+    table's uuid, so a dropped-and-recreated source is not mistaken for the same table."""
+
+    snapshot: int | None
+    uuid: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"snapshot": self.snapshot, "uuid": self.uuid}
+
+    @staticmethod
+    def from_json(value: Mapping[str, object]) -> SourceVersion:
+        snap = value.get("snapshot")
+        return SourceVersion(int(snap) if snap is not None else None, str(value.get("uuid", "")))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class RefreshState:
+    """The committed result of the last successful refresh."""
+
+    refresh_id: str
+    time_ms: int
+    sources: Mapping[str, SourceVersion]
+    mode: str
+    state_tables: Mapping[str, str] = field(default_factory=dict)
+
+    def to_properties(self) -> dict[str, str]:
+        return {
+            PREFIX + "refresh.id": self.refresh_id,
+            PREFIX + "refresh.time_ms": str(self.time_ms),
+            PREFIX + "refresh.mode": self.mode,
+            PREFIX + "refresh.sources": json.dumps(
+                {k: v.to_json() for k, v in sorted(self.sources.items())}, separators=(",", ":")
+            ),
+            PREFIX + "refresh.state_tables": json.dumps(dict(self.state_tables), separators=(",", ":")),
+        }
+
+    @staticmethod
+    def from_properties(props: Mapping[str, str]) -> RefreshState | None:
+        if PREFIX + "refresh.id" not in props:
+            return None
+        sources = json.loads(props.get(PREFIX + "refresh.sources", "{}"))
+        return RefreshState(
+            refresh_id=props[PREFIX + "refresh.id"],
+            time_ms=int(props.get(PREFIX + "refresh.time_ms", "0")),
+            mode=props.get(PREFIX + "refresh.mode", ""),
+            sources={k: SourceVersion.from_json(v) for k, v in sources.items()},
+            state_tables=json.loads(props.get(PREFIX + "refresh.state_tables", "{}")),
+        )
+
+
+@dataclass(frozen=True)
+class DynamicTableDef:
+    name: TableName  # catalog.namespace.table
+    dt_id: str
+    query: str
+    sources: tuple[TableName, ...]
+    interval_seconds: int | None = None
+    refresh_mode: str = "AUTO"
+    vcluster: str = "DEFAULT"
+    state: str = ACTIVE
+    suspended_reason: str | None = None
+    created_ms: int = 0
+    retention_days: int = DEFAULT_RETENTION_DAYS
+    comment: str | None = None
+    partitioned_by: tuple[str, ...] = ()
+    user_properties: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def catalog(self) -> str:
+        return self.name.parts[0]
+
+    @property
+    def schema(self) -> str:
+        return self.name.parts[1]
+
+    @property
+    def table(self) -> str:
+        return self.name.parts[2]
+
+    def with_options(self, **changes: object) -> DynamicTableDef:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    def to_properties(self) -> dict[str, str]:
+        props = {
+            PREFIX + "kind": KIND,
+            PREFIX + "dt_id": self.dt_id,
+            PREFIX + "query": self.query,
+            PREFIX + "sources": json.dumps([str(s) for s in self.sources]),
+            PREFIX + "interval_seconds": "" if self.interval_seconds is None else str(self.interval_seconds),
+            PREFIX + "refresh_mode": self.refresh_mode,
+            PREFIX + "vcluster": self.vcluster,
+            PREFIX + "state": self.state,
+            PREFIX + "suspended_reason": self.suspended_reason or "",
+            PREFIX + "created_ms": str(self.created_ms),
+            PREFIX + "retention_days": str(self.retention_days),
+            PREFIX + "partitioned_by": json.dumps(list(self.partitioned_by)),
+            PREFIX + "user_properties": json.dumps(dict(self.user_properties), sort_keys=True),
+        }
+        return props
+
+    @staticmethod
+    def from_properties(name: TableName, props: Mapping[str, str]) -> DynamicTableDef | None:
+        if props.get(PREFIX + "kind") != KIND:
+            return None
+        interval = props.get(PREFIX + "interval_seconds", "")
+        return DynamicTableDef(
+            name=name,
+            dt_id=props.get(PREFIX + "dt_id", ""),
+            query=props.get(PREFIX + "query", ""),
+            sources=tuple(TableName(tuple(s.split("."))) for s in json.loads(props.get(PREFIX + "sources", "[]"))),
+            interval_seconds=int(interval) if interval else None,
+            refresh_mode=props.get(PREFIX + "refresh_mode", "AUTO"),
+            vcluster=props.get(PREFIX + "vcluster", "DEFAULT"),
+            state=props.get(PREFIX + "state", ACTIVE),
+            suspended_reason=props.get(PREFIX + "suspended_reason") or None,
+            created_ms=int(props.get(PREFIX + "created_ms", "0") or 0),
+            retention_days=int(props.get(PREFIX + "retention_days", str(DEFAULT_RETENTION_DAYS))),
+            comment=props.get("comment"),
+            partitioned_by=tuple(json.loads(props.get(PREFIX + "partitioned_by", "[]"))),
+            user_properties=json.loads(props.get(PREFIX + "user_properties", "{}")),
+        )

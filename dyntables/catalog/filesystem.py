@@ -1,0 +1,54 @@
+"""Hadoop FileSystem calls through the JVM, so the same code works on a local folder,
+HDFS or an object store — whatever the catalog's warehouse lives on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class FileSystem:
+    def __init__(self, spark: Any) -> None:
+        self._jvm = spark._jvm
+        self._conf = spark._jsc.hadoopConfiguration()
+
+    def _path(self, path: str) -> tuple[Any, Any]:
+        jpath = self._jvm.org.apache.hadoop.fs.Path(path)
+        return jpath, jpath.getFileSystem(self._conf)
+
+    def exists(self, path: str) -> bool:
+        jpath, fs = self._path(path)
+        return bool(fs.exists(jpath))
+
+    def move(self, src: str, dst: str) -> None:
+        jsrc, fs = self._path(src)
+        jdst, _ = self._path(dst)
+        fs.mkdirs(jdst.getParent())
+        if not fs.rename(jsrc, jdst):
+            raise OSError(f"could not move {src} to {dst}")
+
+    def write_text(self, path: str, text: str) -> None:
+        jpath, fs = self._path(path)
+        out = fs.create(jpath, True)
+        try:
+            out.write(bytearray(text.encode("utf-8")))
+        finally:
+            out.close()
+
+    def read_text(self, path: str) -> str:
+        jpath, fs = self._path(path)
+        stream = fs.open(jpath)
+        try:
+            data = self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
+        finally:
+            stream.close()
+        return bytes(data).decode("utf-8")
+
+    def list_dirs(self, path: str) -> list[str]:
+        jpath, fs = self._path(path)
+        if not fs.exists(jpath):
+            return []
+        return [str(s.getPath().toString()) for s in fs.listStatus(jpath) if s.isDirectory()]
+
+    def delete(self, path: str) -> None:
+        jpath, fs = self._path(path)
+        fs.delete(jpath, True)

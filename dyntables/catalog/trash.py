@@ -1,0 +1,114 @@
+"""DROP DYNAMIC TABLE keeps the table (data, definition, snapshots) aside for its
+retention period, so UNDROP TABLE can put it back exactly as it was.
+
+On a Hadoop catalog (the embedded default) a table *is* its folder, so the folder is
+moved aside and back; on catalogs that can rename (REST, Hive, JDBC, ...) the table is
+renamed into the system namespace. History rows are never deleted by DROP, so an
+undropped table has its history too.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from dyntables.catalog.filesystem import FileSystem
+from dyntables.catalog.iceberg import load_table
+from dyntables.errors import TableExistsError, UndropError
+from dyntables.sql.tokens import TableName
+
+SYSTEM_NAMESPACE = "dyntables_sys"
+DAY_MS = 86_400_000
+
+
+@dataclass(frozen=True)
+class Dropped:
+    name: str
+    dt_id: str
+    dropped_ms: int
+    retention_days: int
+    location: str  # where the table lived (Hadoop) or its name in the trash (rename)
+    trash: str
+
+    def expired(self, now_ms: int) -> bool:
+        return now_ms > self.dropped_ms + self.retention_days * DAY_MS
+
+
+class Trash:
+    def __init__(self, spark: Any, catalog: str) -> None:
+        self.spark = spark
+        self.catalog = catalog
+        self.fs = FileSystem(spark)
+        conf = spark.conf
+        self.hadoop = (conf.get(f"spark.sql.catalog.{catalog}.type", "") or "").lower() == "hadoop" or (
+            conf.get(f"spark.sql.catalog.{catalog}.catalog-impl", "") or ""
+        ).endswith("HadoopCatalog")
+        warehouse = conf.get(f"spark.sql.catalog.{catalog}.warehouse", "") or ""
+        self.root = warehouse.rstrip("/") + f"/{SYSTEM_NAMESPACE}/_trash" if warehouse else ""
+
+    def drop(self, name: TableName, dt_id: str, retention_days: int) -> None:
+        table = load_table(self.spark, name)
+        if table is None:
+            return
+        now = int(time.time() * 1000)
+        entry_id = f"{name.parts[1]}.{name.parts[2]}.{now}"
+        if self.hadoop:
+            trash = f"{self.root}/{entry_id}"
+            record = Dropped(str(name), dt_id, now, retention_days, table.location, trash)
+            self.fs.move(table.location, f"{trash}/table")
+            self.fs.write_text(f"{trash}/dropped.json", json.dumps(record.__dict__))
+        else:
+            trash_name = f"`{self.catalog}`.`{SYSTEM_NAMESPACE}`.`trash__{entry_id.replace('.', '__')}`"
+            record = Dropped(str(name), dt_id, now, retention_days, trash_name, trash_name)
+            self.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{self.catalog}`.`{SYSTEM_NAMESPACE}`")
+            self.spark.sql(f"ALTER TABLE {name.sql()} RENAME TO {trash_name}")
+            self.spark.sql(
+                f"ALTER TABLE {trash_name} SET TBLPROPERTIES ('dyntables.dropped'='{json.dumps(record.__dict__)}')"
+            )
+        self.purge_expired()
+
+    def undrop(self, name: TableName) -> Dropped:
+        if load_table(self.spark, name) is not None:
+            raise TableExistsError(f"cannot UNDROP {name}: a table with that name exists; drop or rename it first")
+        now = int(time.time() * 1000)
+        candidates = [d for d in self.entries() if d.name == str(name)]
+        live = [d for d in candidates if not d.expired(now)]
+        if not live:
+            hint = "its retention period has passed" if candidates else "no dropped table has that name"
+            raise UndropError(f"cannot UNDROP {name}: {hint}")
+        entry = max(live, key=lambda d: d.dropped_ms)
+        if self.hadoop:
+            self.fs.move(f"{entry.trash}/table", entry.location)
+            self.fs.delete(entry.trash)
+        else:
+            self.spark.sql(f"ALTER TABLE {entry.trash} RENAME TO {name.sql()}")
+            self.spark.sql(f"ALTER TABLE {name.sql()} UNSET TBLPROPERTIES IF EXISTS ('dyntables.dropped')")
+        return entry
+
+    def entries(self) -> list[Dropped]:
+        found: list[Dropped] = []
+        if self.hadoop:
+            for folder in self.fs.list_dirs(self.root):
+                try:
+                    found.append(Dropped(**json.loads(self.fs.read_text(f"{folder}/dropped.json"))))
+                except Exception:  # a half-written entry (crash during DROP) is skipped
+                    continue
+            return found
+        rows = self.spark.sql(f"SHOW TABLES IN `{self.catalog}`.`{SYSTEM_NAMESPACE}`").collect()
+        for row in rows:
+            if row.tableName.startswith("trash__"):
+                table = load_table(self.spark, TableName((self.catalog, SYSTEM_NAMESPACE, row.tableName)))
+                if table is not None and "dyntables.dropped" in table.properties():
+                    found.append(Dropped(**json.loads(table.properties()["dyntables.dropped"])))
+        return found
+
+    def purge_expired(self) -> None:
+        now = int(time.time() * 1000)
+        for entry in self.entries():
+            if entry.expired(now):
+                if self.hadoop:
+                    self.fs.delete(entry.trash)
+                else:
+                    self.spark.sql(f"DROP TABLE IF EXISTS {entry.trash} PURGE")

@@ -1,0 +1,457 @@
+"""Executing our statements. Each handler turns one statement (frozen data from
+``dyntables.sql``) into catalog/refresh calls and returns a small result DataFrame."""
+
+from __future__ import annotations
+
+import fnmatch
+import time
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from dyntables.catalog.definition import (
+    ACTIVE,
+    PREFIX,
+    SUSPENDED,
+    DynamicTableDef,
+    RefreshState,
+    SourceVersion,
+)
+from dyntables.catalog.iceberg import load_table
+from dyntables.catalog.registry import Registry
+from dyntables.errors import (
+    DynamicTableDmlError,
+    DynTablesError,
+    InvalidOptionError,
+    NotADynamicTableError,
+    TableExistsError,
+    TableNotFoundError,
+    UnsupportedQueryError,
+    UseDropDynamicTableError,
+)
+from dyntables.plan.query import check_deterministic, parse_query, pin_sources, source_tables
+from dyntables.refresh.history import FAILED, FULL, MANUAL, SUCCEED, HistoryRecord, source_tables_json, stats_json
+from dyntables.refresh.ids import new_job_id, now_ms
+from dyntables.refresh.planner import INITIAL
+from dyntables.sql.statements import (
+    AlterDynamicTable,
+    CreateDynamicTable,
+    DescribeDynamicTable,
+    DropDynamicTable,
+    ExplainDynamicTable,
+    RefreshDynamicTable,
+    SetTableProperties,
+    ShowDynamicTables,
+    ShowRefreshHistory,
+    Statement,
+    UndropTable,
+)
+from dyntables.sql.tokens import TableName
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from dyntables.lakehouse import Lakehouse
+
+MAX_RETENTION_DAYS = 90
+DML_VERBS = {"INSERT", "UPDATE", "DELETE", "MERGE", "TRUNCATE"}
+
+
+def _lit(value: str) -> str:
+    return exp.Literal.string(value).sql("spark")
+
+
+def format_interval(seconds: int | None) -> str | None:
+    if seconds is None:
+        return None
+    for unit, size in (("DAY", 86400), ("HOUR", 3600), ("MINUTE", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} SECOND"
+
+
+class Commands:
+    def __init__(self, lh: Lakehouse) -> None:
+        self.lh = lh
+        self.spark = lh.spark
+        self.registry = Registry(lh.spark, lh.catalog, lh.qualify)
+        self._handlers: dict[type, Callable[[Any], DataFrame]] = {
+            CreateDynamicTable: self.create,
+            RefreshDynamicTable: self.refresh,
+            ShowDynamicTables: self.show_tables,
+            DescribeDynamicTable: self.describe,
+            ShowRefreshHistory: self.show_history,
+            DropDynamicTable: self.drop,
+            UndropTable: self.undrop,
+            AlterDynamicTable: self.alter,
+            SetTableProperties: self.set_properties,
+            ExplainDynamicTable: self.explain,
+        }
+
+    def close(self) -> None:
+        pass
+
+    def execute(self, statement: Statement) -> DataFrame:
+        return self._handlers[type(statement)](statement)
+
+    # -- guards ------------------------------------------------------------------------
+    def guard_write(self, verb: str, name: TableName) -> None:
+        dt = self.registry.find(name)
+        if dt is None:
+            return
+        if verb == "DROP":
+            raise UseDropDynamicTableError(
+                f"{dt.name} is a dynamic table: use DROP DYNAMIC TABLE {dt.table} (UNDROP TABLE can restore it)"
+            )
+        if verb in DML_VERBS:
+            raise DynamicTableDmlError(
+                f"dynamic table {dt.name} is read-only ({verb} refused): its rows come from its query; "
+                "modify its source tables, or change the query with CREATE OR REPLACE DYNAMIC TABLE"
+            )
+        raise DynamicTableDmlError(
+            f"dynamic table {dt.name} cannot be altered with ALTER TABLE: use ALTER DYNAMIC TABLE, "
+            "ALTER TABLE ... SET PROPERTIES, or CREATE OR REPLACE DYNAMIC TABLE"
+        )
+
+    # -- CREATE ------------------------------------------------------------------------
+    def create(self, stmt: CreateDynamicTable) -> DataFrame:
+        name = self.lh.qualify(stmt.name)
+        table, existing = self.registry.load(name)
+        if table is not None:
+            if existing is None:
+                raise TableExistsError(f"{name} exists and is a regular table; drop it or choose another name")
+            if stmt.if_not_exists:
+                return self._ok()
+            if not stmt.or_replace:
+                raise TableExistsError(
+                    f"dynamic table {name} already exists; use CREATE OR REPLACE DYNAMIC TABLE to change it"
+                )
+        query = parse_query(stmt.query)
+        check_deterministic(query, str(name))
+        sources = source_tables(query, self.lh.qualify)
+        if name in sources:
+            raise UnsupportedQueryError(f"dynamic table {name} cannot read itself")
+        pinned = self._pin(sources)
+        self._validate_options(stmt)
+        dt = DynamicTableDef(
+            name=name,
+            dt_id=existing.dt_id if existing else uuid.uuid4().hex,
+            query=stmt.query,
+            sources=tuple(sources),
+            interval_seconds=stmt.interval_seconds,
+            refresh_mode=stmt.refresh_mode,
+            vcluster=stmt.vcluster,
+            created_ms=existing.created_ms if existing else now_ms(),
+            retention_days=existing.retention_days if existing else 1,
+            comment=stmt.comment,
+            partitioned_by=stmt.partitioned_by,
+            user_properties=dict(stmt.properties),
+        )
+        if existing is not None and table is not None and self._same_shape(existing, dt, stmt, table):
+            keep = dt.with_options(state=existing.state, suspended_reason=existing.suspended_reason)
+            table.set_properties({**keep.to_properties(), **({"comment": stmt.comment} if stmt.comment else {})})
+            return self._ok()
+        self.registry.planner.check_create(dt, query)
+        self._build(dt, stmt, query, pinned, replace=existing is not None)
+        return self._ok()
+
+    def _pin(self, sources: list[TableName]) -> dict[str, SourceVersion]:
+        pinned: dict[str, SourceVersion] = {}
+        for source in sources:
+            table = load_table(self.spark, source)
+            if table is None:
+                raise TableNotFoundError(
+                    f"source table {source} not found (or not an Iceberg table); create it before the dynamic table"
+                )
+            pinned[str(source)] = SourceVersion(table.current_snapshot_id(), table.uuid)
+        return pinned
+
+    def _validate_options(self, stmt: CreateDynamicTable) -> None:
+        for key, _ in stmt.properties:
+            if key == "data_retention_days":
+                raise InvalidOptionError("set data_retention_days with ALTER TABLE ... SET PROPERTIES after creating")
+
+    def _same_shape(self, old: DynamicTableDef, new: DynamicTableDef, stmt: CreateDynamicTable, table: Any) -> bool:
+        """Options-only change? Then data and state are kept (no rebuild)."""
+        if _normalized(old.query) != _normalized(new.query) or old.partitioned_by != new.partitioned_by:
+            return False
+        if stmt.columns:
+            return False
+        return True
+
+    def _build(
+        self,
+        dt: DynamicTableDef,
+        stmt: CreateDynamicTable,
+        query: exp.Query,
+        pinned: dict[str, SourceVersion],
+        replace: bool,
+    ) -> None:
+        """CTAS (or atomic RTAS for OR REPLACE): data, definition and refresh state in one commit."""
+        started = datetime.now(timezone.utc)
+        t0 = time.monotonic()
+        job_id = new_job_id()
+        versions = {TableName(tuple(k.split("."))): v.snapshot for k, v in pinned.items()}
+        pinned_sql = pin_sources(query, self.lh.qualify, versions).sql("spark")
+        schema = self._analyze(pinned_sql, dt)
+        columns = [c.name for c in stmt.columns] if stmt.columns else [f.name for f in schema.fields]
+        if len(columns) != len(schema.fields):
+            raise InvalidOptionError(
+                f"dynamic table {dt.name} lists {len(columns)} columns but its query returns {len(schema.fields)}"
+            )
+        state = RefreshState(job_id, now_ms(), pinned, FULL)
+        props = {
+            **dt.to_properties(),
+            **state.to_properties(),
+            "write.wap.enabled": "true",
+            "history.expire.max-snapshot-age-ms": str(dt.retention_days * 86_400_000),
+        }
+        props_sql = ", ".join(f"{_lit(k)}={_lit(v)}" for k, v in props.items())
+        col_list = ", ".join(f"`{c}`" for c in columns)
+        verb = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE"
+        ddl = f"{verb} {dt.name.sql()} USING iceberg"
+        if dt.partitioned_by:
+            ddl += " PARTITIONED BY (" + ", ".join(f"`{c}`" for c in dt.partitioned_by) + ")"
+        if dt.comment:
+            ddl += f" COMMENT {_lit(dt.comment)}"
+        ddl += f" TBLPROPERTIES ({props_sql}) AS SELECT * FROM ({pinned_sql}) AS q({col_list})"
+        try:
+            self.spark.sql(ddl)
+        except Exception as exc:
+            self._record_build(dt, started, t0, job_id, None, exc)
+            raise
+        for col in stmt.columns:
+            if col.comment:
+                self.spark.sql(f"ALTER TABLE {dt.name.sql()} ALTER COLUMN `{col.name}` COMMENT {_lit(col.comment)}")
+        self._record_build(dt, started, t0, job_id, load_table(self.spark, dt.name), None)
+
+    def _analyze(self, pinned_sql: str, dt: DynamicTableDef) -> Any:
+        try:
+            return self.spark.sql(pinned_sql).schema  # analysis only: no job runs
+        except Exception as exc:
+            from dyntables.engine.errors import translate
+
+            err = translate(exc, dt.query)
+            raise type(err)(f"the query of dynamic table {dt.name} is invalid: {err.message}") from exc
+
+    def _record_build(
+        self, dt: DynamicTableDef, started: datetime, t0: float, job_id: str, table: Any, exc: Exception | None
+    ) -> None:
+        stats: dict[str, object] = {"rows_inserted": 0, "rows_deleted": 0, "full_reason": INITIAL}
+        if table is not None:
+            snap = table.current_snapshot()
+            if snap is not None:
+                stats["rows_inserted"] = snap.summary.get("added-records", "0")
+        error = None
+        if exc is not None:
+            from dyntables.engine.errors import translate
+
+            error = translate(exc).one_line()
+        self.registry.history.append(
+            [
+                HistoryRecord(
+                    dt.catalog, dt.schema, dt.table, dt.vcluster, started, datetime.now(timezone.utc),
+                    int((time.monotonic() - t0) * 1000), FAILED if exc else SUCCEED, MANUAL, None, FULL,
+                    error, source_tables_json(dt.sources), stats_json(stats), None, job_id,
+                )
+            ]
+        )
+
+    # -- REFRESH -----------------------------------------------------------------------
+    def refresh(self, stmt: RefreshDynamicTable) -> DataFrame:
+        dt = self.registry.get(stmt.name)
+        out = self.registry.refresher.refresh(dt, MANUAL)
+        return self.spark.createDataFrame(
+            [(out.name.split(".")[-1], out.state, out.refresh_mode, out.rows_inserted, out.rows_deleted,
+              _duration(out.duration_ms), out.job_id)],
+            "name string, state string, refresh_mode string, rows_inserted bigint, rows_deleted bigint, "
+            "duration string, job_id string",
+        )
+
+    # -- SHOW / DESCRIBE -----------------------------------------------------------------
+    def show_tables(self, stmt: ShowDynamicTables) -> DataFrame:
+        rows = []
+        now = now_ms()
+        for dt in self.registry.all(self.lh.namespace):
+            if stmt.like and not _like(dt.table, stmt.like):
+                continue
+            table = load_table(self.spark, dt.name)
+            state = RefreshState.from_properties(table.properties()) if table else None
+            lag = self._lag_seconds(dt, state, now)
+            rows.append(
+                (
+                    dt.table, dt.schema, format_interval(dt.interval_seconds), dt.refresh_mode, dt.state,
+                    datetime.fromtimestamp(state.time_ms / 1000, timezone.utc) if state else None,
+                    state.mode if state else None, dt.vcluster,
+                    ", ".join(str(s) for s in dt.sources), lag, dt.suspended_reason,
+                )
+            )
+        schema = (
+            "name string, schema_name string, refresh_interval string, refresh_mode string, state string, "
+            "last_refresh_time timestamp, last_refresh_mode string, virtual_cluster string, "
+            "source_tables string, data_lag_seconds double, suspended_reason string"
+        )
+        base = self.spark.createDataFrame(rows, schema)
+        latest = self.spark.sql(
+            "SELECT name AS h_name, schema_name AS h_schema, state AS last_refresh_state, "
+            "error_message AS last_error FROM (SELECT *, row_number() OVER (PARTITION BY schema_name, name "
+            f"ORDER BY start_time DESC) AS rn FROM {self.registry.history.table}) WHERE rn = 1"
+        ) if rows else None
+        if latest is None:
+            return base.selectExpr("*", "CAST(NULL AS string) AS last_refresh_state", "CAST(NULL AS string) AS last_error")
+        self.registry.history.ensure()
+        joined = base.join(latest, (base.name == latest.h_name) & (base.schema_name == latest.h_schema), "left")
+        return joined.select(
+            "name", "schema_name", "refresh_interval", "refresh_mode", "state", "last_refresh_time",
+            "last_refresh_mode", "last_refresh_state", "data_lag_seconds", "source_tables", "virtual_cluster",
+            "suspended_reason", "last_error",
+        ).orderBy("name")
+
+    def _lag_seconds(self, dt: DynamicTableDef, state: RefreshState | None, now: int) -> float | None:
+        """How far behind its sources: age of the oldest source commit it does not reflect."""
+        if state is None:
+            return None
+        oldest: int | None = None
+        for source in dt.sources:
+            table = load_table(self.spark, source)
+            recorded = state.sources.get(str(source))
+            if table is None or recorded is None:
+                continue
+            current = table.current_snapshot_id()
+            if current is None or current == recorded.snapshot:
+                continue
+            chain = table.ancestors_between(current, recorded.snapshot) if recorded.uuid == table.uuid else None
+            first = chain[0].timestamp_ms if chain else (table.current_snapshot().timestamp_ms)  # type: ignore[union-attr]
+            oldest = first if oldest is None else min(oldest, first)
+        return 0.0 if oldest is None else round(max(0, now - oldest) / 1000, 3)
+
+    def describe(self, stmt: DescribeDynamicTable) -> DataFrame:
+        dt = self.registry.get(stmt.name)
+        table = load_table(self.spark, dt.name)
+        state = RefreshState.from_properties(table.properties()) if table else None
+        rows: list[tuple[str, str | None, str | None]] = []
+        for field in self.spark.table(dt.name.sql()).schema.fields:
+            rows.append((field.name, field.dataType.simpleString(), field.metadata.get("comment")))
+        decision = self.registry.planner.describe(dt)
+        rows += [
+            ("", None, None),
+            ("# Dynamic Table Information", None, None),
+            ("Name", str(dt.name), None),
+            ("Definition", dt.query, None),
+            ("Sources", ", ".join(str(s) for s in dt.sources), None),
+            ("Refresh interval", format_interval(dt.interval_seconds), None),
+            ("Refresh mode", dt.refresh_mode, "requested"),
+            ("Effective refresh mode", decision[0], decision[1]),
+            ("Virtual cluster", dt.vcluster, None),
+            ("State", dt.state, dt.suspended_reason),
+            ("Data retention days", str(dt.retention_days), None),
+            ("Comment", dt.comment, None),
+        ]
+        if state is not None:
+            rows.append(("Last refresh", datetime.fromtimestamp(state.time_ms / 1000, timezone.utc).isoformat(),
+                         f"{state.mode} job {state.refresh_id}"))
+        if stmt.extended:
+            rows.append(("Created", datetime.fromtimestamp(dt.created_ms / 1000, timezone.utc).isoformat(), None))
+            if state is not None:
+                for src, version in sorted(state.sources.items()):
+                    rows.append(("Source snapshot", src, str(version.snapshot)))
+            for key, value in sorted(dt.user_properties.items()):
+                rows.append(("Property", key, value))
+            for line in self.registry.planner.explain_lines(dt):
+                rows.append(("Plan", line[0], line[1]))
+        return self.spark.createDataFrame(rows, "col_name string, data_type string, comment string")
+
+    def show_history(self, stmt: ShowRefreshHistory) -> DataFrame:
+        return self.registry.history.show(stmt.where, stmt.limit)
+
+    def explain(self, stmt: ExplainDynamicTable) -> DataFrame:
+        dt = self.registry.get(stmt.name)
+        rows = self.registry.planner.explain_lines(dt)
+        return self.spark.createDataFrame(rows, "item string, detail string")
+
+    # -- DROP / UNDROP / ALTER -----------------------------------------------------------
+    def drop(self, stmt: DropDynamicTable) -> DataFrame:
+        table, dt = self.registry.load(stmt.name)
+        if table is None:
+            if stmt.if_exists:
+                return self._ok()
+            raise TableNotFoundError(f"dynamic table {self.lh.qualify(stmt.name)} not found; nothing dropped")
+        if dt is None:
+            raise NotADynamicTableError(f"{self.lh.qualify(stmt.name)} is a regular table: use DROP TABLE")
+        self.registry.trash.drop(dt.name, dt.dt_id, dt.retention_days)
+        return self._ok()
+
+    def undrop(self, stmt: UndropTable) -> DataFrame:
+        self.registry.trash.undrop(self.lh.qualify(stmt.name))
+        return self._ok()
+
+    def alter(self, stmt: AlterDynamicTable) -> DataFrame:
+        dt = self.registry.get(stmt.name)
+        table = load_table(self.spark, dt.name)
+        assert table is not None
+        if stmt.action == "SUSPEND":
+            updated = dt.with_options(state=SUSPENDED, suspended_reason="suspended by user")
+        elif stmt.action == "RESUME":
+            updated = dt.with_options(state=ACTIVE, suspended_reason=None)
+        elif stmt.interval_seconds is not None or stmt.clear_interval:
+            updated = dt.with_options(interval_seconds=stmt.interval_seconds)
+        elif stmt.vcluster is not None:
+            updated = dt.with_options(vcluster=stmt.vcluster)
+        else:
+            updated = dt.with_options(refresh_mode=stmt.refresh_mode)
+            self.registry.planner.check_create(updated, parse_query(updated.query))
+        table.set_properties(updated.to_properties())
+        return self._ok()
+
+    def set_properties(self, stmt: SetTableProperties) -> DataFrame:
+        name = self.lh.qualify(stmt.name)
+        table, dt = self.registry.load(name)
+        if table is None:
+            raise TableNotFoundError(f"table {name} not found; check the name with SHOW TABLES")
+        props: dict[str, str] = {}
+        for key, value in stmt.properties:
+            if key == "data_retention_days":
+                days = _retention_days(value, name)
+                props["history.expire.max-snapshot-age-ms"] = str(days * 86_400_000)
+                props[PREFIX + "retention_days"] = str(days)
+            elif key.startswith(PREFIX):
+                raise InvalidOptionError(f"property {key} is managed by dyntables and cannot be set")
+            else:
+                props[key] = value
+        table.set_properties(props)
+        return self._ok()
+
+    def _ok(self) -> DataFrame:
+        from pyspark.sql.types import StructType
+
+        return self.spark.createDataFrame([], StructType([]))
+
+
+def _retention_days(value: str, name: TableName) -> int:
+    try:
+        days = int(value)
+    except ValueError:
+        days = -1
+    if not 0 <= days <= MAX_RETENTION_DAYS:
+        raise InvalidOptionError(
+            f"data_retention_days for {name} must be a whole number of days from 0 to {MAX_RETENTION_DAYS}, got '{value}'"
+        )
+    return days
+
+
+def _duration(ms: int) -> str:
+    return f"{ms // 86_400_000} {ms // 3_600_000 % 24:02d}:{ms // 60_000 % 60:02d}:{ms // 1000 % 60:02d}.{ms % 1000 * 1_000_000:09d}"
+
+
+def _like(name: str, pattern: str) -> bool:
+    return fnmatch.fnmatchcase(name.lower(), pattern.lower().replace("%", "*").replace("_", "?"))
+
+
+def _normalized(query: str) -> str:
+    try:
+        return parse_query(query).sql("spark", normalize=True)
+    except DynTablesError:
+        return " ".join(query.split())

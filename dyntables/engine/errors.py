@@ -1,0 +1,70 @@
+"""Turning Spark's exceptions into our one-line errors with stable codes."""
+
+from __future__ import annotations
+
+import re
+
+from dyntables.errors import (
+    AnalysisError,
+    DynTablesError,
+    ExecutionError,
+    SqlSyntaxError,
+    TableExistsError,
+    TableNotFoundError,
+)
+
+_NOT_FOUND = {"TABLE_OR_VIEW_NOT_FOUND", "NO_SUCH_TABLE", "TABLE_NOT_FOUND"}
+_EXISTS = {"TABLE_OR_VIEW_ALREADY_EXISTS", "TABLE_ALREADY_EXISTS"}
+
+
+def first_line(message: str) -> str:
+    line = message.strip().splitlines()[0] if message.strip() else message
+    line = re.sub(r"\s*SQLSTATE: \w+\.?", "", line)
+    return line.strip().rstrip(";")
+
+
+def translate(exc: BaseException, statement: str = "") -> DynTablesError:
+    """Map a PySpark/Py4J exception to a DynTablesError (the caller chains the cause)."""
+    if isinstance(exc, DynTablesError):
+        return exc
+    from pyspark.errors import AnalysisException, ParseException
+
+    error_class = _error_class(exc)
+    message = first_line(str(exc))
+    message = re.sub(r"^\[[A-Z_.]+\]\s*", "", message)
+    snippet = _clip(statement)
+    if isinstance(exc, ParseException) or error_class.startswith("PARSE_"):
+        return SqlSyntaxError(f"{message} in: {snippet}")
+    if error_class in _NOT_FOUND:
+        name = _quoted_name(message)
+        return TableNotFoundError(
+            f"table or view {name} not found; check the name with SHOW TABLES (names resolve in the "
+            "current schema, 'public' by default) or create it first"
+        )
+    if error_class in _EXISTS:
+        return TableExistsError(f"{message}; drop it first or use another name")
+    if isinstance(exc, AnalysisException):
+        return AnalysisError(f"{message} in: {snippet}")
+    return ExecutionError(f"{message} in: {snippet}" if snippet else message)
+
+
+def _error_class(exc: BaseException) -> str:
+    getter = getattr(exc, "getErrorClass", None)
+    try:
+        value = getter() if getter else None
+    except Exception:
+        value = None
+    if value:
+        return str(value)
+    match = re.match(r"\s*\[([A-Z_]+)", str(exc))
+    return match.group(1) if match else ""
+
+
+def _quoted_name(message: str) -> str:
+    match = re.search(r"`[^`]+`(?:\.`[^`]+`)*", message)
+    return match.group(0).replace("`", "'") if match else "(unknown)"
+
+
+def _clip(text: str, limit: int = 100) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."

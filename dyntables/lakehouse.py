@@ -1,0 +1,121 @@
+"""The facade: ``Lakehouse(warehouse=...).sql(text)``.
+
+It owns a Spark session (or borrows the user's), resolves names in the current
+namespace, and routes each statement: ours to the dynamic-table commands, everything
+else to Spark SQL unchanged, after the guards that keep dynamic tables read-only.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dyntables.engine import DEFAULT_CATALOG, DEFAULT_NAMESPACE, build_session
+from dyntables.engine.errors import translate
+from dyntables.errors import DynTablesError
+from dyntables.sql import TableName, parse_statement, split_statements
+from dyntables.sql.statements import SparkStatement, Statement
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from dyntables.commands import Commands
+
+
+class Lakehouse:
+    """Entry point. ``with Lakehouse(warehouse="./warehouse") as lh: lh.sql("...")``.
+
+    - ``Lakehouse(warehouse=PATH)`` starts an embedded Spark (``local[*]``) with an Iceberg
+      catalog in that folder.
+    - ``Lakehouse(spark=session, catalog=NAME)`` uses a session the user built (a cluster);
+      the catalog must be an Iceberg catalog configured on that session.
+    """
+
+    def __init__(
+        self,
+        warehouse: str | os.PathLike[str] | None = None,
+        *,
+        spark: SparkSession | None = None,
+        catalog: str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+        conf: dict[str, str] | None = None,
+    ) -> None:
+        self.catalog = catalog or DEFAULT_CATALOG
+        self.namespace = namespace
+        self._owns_spark = spark is None
+        if spark is None:
+            path = warehouse or os.environ.get("DYNTABLES_WAREHOUSE") or "warehouse"
+            self.warehouse: Path | None = Path(path).expanduser().resolve()
+            spark = build_session(self.warehouse, self.catalog, conf)
+        else:
+            self.warehouse = None
+        self.spark: SparkSession = spark
+        self._run_spark(f"CREATE NAMESPACE IF NOT EXISTS `{self.catalog}`.`{self.namespace}`")
+        self._run_spark(f"USE `{self.catalog}`.`{self.namespace}`")
+        self._commands: Commands | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def __enter__(self) -> Lakehouse:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._commands is not None:
+            self._commands.close()
+            self._commands = None
+        if self._owns_spark:
+            self.spark.stop()
+
+    # -- SQL -------------------------------------------------------------------------------
+    def sql(self, text: str) -> DataFrame:
+        """Run one statement or a ``;``-separated script; return the last statement's result."""
+        statements = split_statements(text)
+        if not statements:
+            raise DynTablesError("nothing to run: the SQL text is empty")
+        result = None
+        for statement_text in statements:
+            result = self.execute(parse_statement(statement_text))
+        assert result is not None
+        return result
+
+    def execute(self, statement: Statement) -> DataFrame:
+        if isinstance(statement, SparkStatement):
+            if statement.writes is not None and statement.verb is not None:
+                self.commands.guard_write(statement.verb, statement.writes)
+            return self._run_spark(statement.text)
+        try:
+            return self.commands.execute(statement)
+        except DynTablesError:
+            raise
+        except Exception as exc:
+            raise translate(exc, statement.text) from exc
+
+    def table(self, name: str) -> DataFrame:
+        return self._run_spark(f"SELECT * FROM {name}")
+
+    @property
+    def commands(self) -> Commands:
+        if self._commands is None:
+            from dyntables.commands import Commands
+
+            self._commands = Commands(self)
+        return self._commands
+
+    # -- names -----------------------------------------------------------------------------
+    def qualify(self, name: TableName | str) -> TableName:
+        """catalog.namespace.table for a name as written (1, 2 or 3 parts)."""
+        parts = name.parts if isinstance(name, TableName) else tuple(name.split("."))
+        if len(parts) == 1:
+            return TableName((self.catalog, self.namespace, parts[0]))
+        if len(parts) == 2:
+            return TableName((self.catalog, *parts))
+        return TableName(tuple(parts))
+
+    def _run_spark(self, text: str) -> DataFrame:
+        try:
+            return self.spark.sql(text)
+        except Exception as exc:  # Spark raises a zoo of types; translate them all
+            raise translate(exc, text) from exc

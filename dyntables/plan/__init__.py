@@ -1,0 +1,1 @@
+"""Query analysis: sqlglot trees in, frozen plans out (no Spark import)."""

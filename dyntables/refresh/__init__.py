@@ -1,0 +1,1 @@
+"""Running refreshes: change capture, execution, atomic publish, history."""

@@ -1,0 +1,243 @@
+"""Running one refresh: pin sources, decide, compute, stage, publish, record.
+
+The commit point is a single Iceberg metadata commit on the dynamic table that makes
+the staged data current *and* records the source snapshots it reflects
+(:meth:`IcebergTable.publish`). Everything before it is invisible (WAP-staged), so a
+crash at any step leaves the table exactly as it was before the refresh, and the next
+refresh starts from the recorded snapshots: nothing lost, nothing applied twice.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from dyntables.catalog.definition import DynamicTableDef, RefreshState, SourceVersion
+from dyntables.catalog.iceberg import IcebergTable, load_table
+from dyntables.errors import DynTablesError, RefreshConflictError, RefreshFailedError
+from dyntables.refresh import faults
+from dyntables.refresh.history import (
+    FAILED,
+    FULL,
+    INCREMENTAL,
+    MANUAL,
+    NO_DATA,
+    SUCCEED,
+    HistoryRecord,
+    source_tables_json,
+    stats_json,
+)
+from dyntables.refresh.ids import new_job_id, now_ms
+
+if TYPE_CHECKING:
+    from dyntables.catalog.registry import Registry
+
+
+@dataclass(frozen=True)
+class RefreshOutcome:
+    name: str
+    state: str
+    refresh_mode: str
+    rows_inserted: int
+    rows_deleted: int
+    duration_ms: int
+    job_id: str
+    reason: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class RefreshContext:
+    """What one refresh knows; executors read it and add to ``stats``."""
+
+    spark: Any  # a child session with spark.wap.id = job_id
+    dt: DynamicTableDef
+    table: IcebergTable
+    previous: RefreshState | None
+    pinned: dict[str, SourceVersion]
+    job_id: str
+    stats: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    rows_inserted: int
+    rows_deleted: int
+    state_tables: dict[str, str] = field(default_factory=dict)
+
+
+Executor = Callable[[RefreshContext], WriteResult]
+
+
+class _Locks:
+    """One refresh of a table at a time within this process."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    def get(self, key: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(key, threading.Lock())
+
+
+class Refresher:
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self.spark = registry.spark
+        self.history = registry.history
+        self._locks = _Locks()
+
+    def refresh(
+        self, dt: DynamicTableDef, trigger: str = MANUAL, *, force_full: bool = False, wait: bool = True
+    ) -> RefreshOutcome:
+        lock = self._locks.get(dt.dt_id)
+        if not lock.acquire(blocking=wait):
+            raise RefreshConflictError(f"dynamic table {dt.name} is being refreshed right now; try again")
+        try:
+            return self._refresh_locked(dt, trigger, force_full)
+        finally:
+            lock.release()
+
+    # -- the steps -----------------------------------------------------------------------
+    def _refresh_locked(self, dt: DynamicTableDef, trigger: str, force_full: bool) -> RefreshOutcome:
+        started = datetime.now(timezone.utc)
+        t0 = time.monotonic()
+        job_id = new_job_id()
+        table = load_table(self.spark, dt.name)
+        if table is None:
+            raise DynTablesError(f"dynamic table {dt.name} has no table behind it; drop and recreate it")
+        dt = DynamicTableDef.from_properties(dt.name, table.properties()) or dt
+        previous = RefreshState.from_properties(table.properties())
+        mode = FULL
+        reason: str | None = None
+        try:
+            pinned, missing = self._pin_sources(dt)
+            faults.reach("after_pin_sources")
+            if missing:
+                reason = f"source {missing[0]} was dropped; keeping the current data until it is recreated"
+                return self._no_data(dt, trigger, started, t0, job_id, reason)
+            if previous is not None and not force_full and _unchanged(previous, pinned):
+                return self._no_data(dt, trigger, started, t0, job_id, None)
+            mode, reason, executor = self.registry.planner.choose(dt, previous, pinned, force_full)
+            ctx = RefreshContext(
+                spark=self._child_session(job_id, dt),
+                dt=dt,
+                table=table,
+                previous=previous,
+                pinned=pinned,
+                job_id=job_id,
+            )
+            result = executor(ctx)
+            faults.reach("after_write")
+            staged = load_table(self.spark, dt.name)
+            assert staged is not None
+            snapshot = staged.staged_snapshot(job_id)
+            if snapshot is not None and snapshot.parent_id != staged.current_snapshot_id():
+                raise RefreshConflictError(
+                    f"dynamic table {dt.name} changed while it was being refreshed; the refresh was discarded"
+                )
+            state = RefreshState(job_id, now_ms(), pinned, mode, result.state_tables)
+            faults.reach("before_publish")
+            staged.publish(snapshot.snapshot_id if snapshot else None, state.to_properties())
+            faults.reach("after_publish")
+            stats = {"rows_inserted": result.rows_inserted, "rows_deleted": result.rows_deleted, **ctx.stats}
+            if reason:
+                stats["full_reason"] = reason
+            outcome = RefreshOutcome(
+                str(dt.name), SUCCEED, mode, result.rows_inserted, result.rows_deleted,
+                int((time.monotonic() - t0) * 1000), job_id, reason,
+            )
+            self._record(dt, trigger, started, outcome, stats, error=None)
+            return outcome
+        except Exception as exc:
+            message = exc.one_line() if isinstance(exc, DynTablesError) else f"{type(exc).__name__}: {exc}"
+            message = " ".join(message.split())[:2000]
+            outcome = RefreshOutcome(
+                str(dt.name), FAILED, mode, 0, 0, int((time.monotonic() - t0) * 1000), job_id, reason, message
+            )
+            try:
+                self._record(dt, trigger, started, outcome, {"rows_inserted": 0, "rows_deleted": 0}, error=message)
+            except Exception:  # the history write must not hide the refresh's own error
+                pass
+            if isinstance(exc, faults.InjectedFault):
+                raise
+            raise RefreshFailedError(f"refresh of {dt.name} failed: {message}") from exc
+
+    def _pin_sources(self, dt: DynamicTableDef) -> tuple[dict[str, SourceVersion], list[str]]:
+        pinned: dict[str, SourceVersion] = {}
+        missing: list[str] = []
+        for source in dt.sources:
+            table = load_table(self.spark, source)
+            if table is None:
+                missing.append(str(source))
+                continue
+            pinned[str(source)] = SourceVersion(table.current_snapshot_id(), table.uuid)
+        return pinned, missing
+
+    def _child_session(self, job_id: str, dt: DynamicTableDef) -> Any:
+        """A session of its own: spark.wap.id stages only this refresh's writes, and the
+        job group/pool make the refresh visible (and schedulable) as one unit."""
+        session = self.spark.newSession()
+        session.conf.set("spark.wap.id", job_id)
+        sc = self.spark.sparkContext
+        sc.setJobGroup(job_id, f"refresh {dt.name}", interruptOnCancel=True)
+        sc.setLocalProperty("spark.scheduler.pool", dt.vcluster.lower())
+        return session
+
+    def _no_data(
+        self, dt: DynamicTableDef, trigger: str, started: datetime, t0: float, job_id: str, reason: str | None
+    ) -> RefreshOutcome:
+        outcome = RefreshOutcome(
+            str(dt.name), SUCCEED, NO_DATA, 0, 0, int((time.monotonic() - t0) * 1000), job_id, reason
+        )
+        stats: dict[str, object] = {"rows_inserted": 0, "rows_deleted": 0}
+        self._record(dt, trigger, started, outcome, stats, error=None, note=reason)
+        return outcome
+
+    def _record(
+        self,
+        dt: DynamicTableDef,
+        trigger: str,
+        started: datetime,
+        outcome: RefreshOutcome,
+        stats: dict[str, object],
+        error: str | None,
+        note: str | None = None,
+    ) -> None:
+        if note:
+            stats = {**stats, "note": note}
+        ended = datetime.now(timezone.utc)
+        self.history.append(
+            [
+                HistoryRecord(
+                    workspace_name=dt.catalog,
+                    schema_name=dt.schema,
+                    name=dt.table,
+                    virtual_cluster=dt.vcluster,
+                    start_time=started,
+                    end_time=ended,
+                    duration_ms=outcome.duration_ms,
+                    state=outcome.state,
+                    refresh_trigger=trigger,
+                    suspended_reason=dt.suspended_reason,
+                    refresh_mode=outcome.refresh_mode,
+                    error_message=error,
+                    source_tables=source_tables_json(dt.sources),
+                    stats=stats_json(stats),
+                    completion_target=None,
+                    job_id=outcome.job_id,
+                )
+            ]
+        )
+
+
+def _unchanged(previous: RefreshState, pinned: dict[str, SourceVersion]) -> bool:
+    return set(previous.sources) == set(pinned) and all(previous.sources[k] == v for k, v in pinned.items())
+
+
+__all__ = ["FULL", "INCREMENTAL", "RefreshContext", "RefreshOutcome", "Refresher", "WriteResult"]

@@ -1,0 +1,193 @@
+"""A cursor over sqlglot's Spark tokens, for the small grammar of our own statements.
+
+Using sqlglot's tokenizer means string literals, quoted identifiers and comments are
+handled exactly as Spark SQL would see them, and every token keeps its offsets so the
+raw text of a sub-clause (the AS <select>, a WHERE condition) can be sliced out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot.dialects.spark import Spark
+from sqlglot.errors import TokenError
+from sqlglot.tokens import Token, TokenType
+
+from dyntables.errors import SqlSyntaxError
+
+class _Tokenizer(Spark.Tokenizer):
+    # sqlglot swallows everything after SHOW / EXPLAIN into one string token; our
+    # statements (SHOW DYNAMIC TABLES, EXPLAIN DYNAMIC TABLE) need real tokens.
+    COMMANDS: set[TokenType] = set()
+
+
+_TOKENIZER = _Tokenizer(dialect=Spark())
+
+
+def tokenize(text: str) -> list[Token]:
+    try:
+        return list(_TOKENIZER.tokenize(text))
+    except TokenError as exc:
+        raise SqlSyntaxError(f"cannot read SQL: {str(exc).splitlines()[0]}") from exc
+
+
+@dataclass(frozen=True)
+class TableName:
+    """A possibly qualified table name, as written (catalog.schema.table)."""
+
+    parts: tuple[str, ...]
+
+    @property
+    def table(self) -> str:
+        return self.parts[-1]
+
+    def sql(self) -> str:
+        return ".".join(f"`{p}`" if not p.replace("_", "a").isalnum() else p for p in self.parts)
+
+    def __str__(self) -> str:
+        return ".".join(self.parts)
+
+
+_WORDLIKE = {TokenType.VAR, TokenType.IDENTIFIER}
+
+
+class TokenStream:
+    def __init__(self, text: str, tokens: list[Token] | None = None) -> None:
+        self.text = text
+        self.tokens = tokens if tokens is not None else tokenize(text)
+        self.pos = 0
+
+    # -- looking -----------------------------------------------------------------
+    def at_end(self) -> bool:
+        return self.pos >= len(self.tokens)
+
+    def peek(self, offset: int = 0) -> Token | None:
+        i = self.pos + offset
+        return self.tokens[i] if i < len(self.tokens) else None
+
+    def peek_word(self, offset: int = 0) -> str:
+        """Upper-cased text of a token that is not a quoted identifier or string."""
+        tok = self.peek(offset)
+        if tok is None or tok.token_type in (TokenType.IDENTIFIER, TokenType.STRING):
+            return ""
+        return tok.text.upper()
+
+    def at(self, *words: str) -> bool:
+        return self._match(words) is not None
+
+    def _match(self, words: tuple[str, ...]) -> int | None:
+        """Tokens needed to cover ``words``; sqlglot fuses some pairs ("PARTITIONED BY")."""
+        want = list(words)
+        used = 0
+        while want:
+            text = self.peek_word(used)
+            if not text:
+                return None
+            parts = text.split()
+            if want[: len(parts)] != parts:
+                return None
+            del want[: len(parts)]
+            used += 1
+        return used
+
+    # -- consuming ---------------------------------------------------------------
+    def accept(self, *words: str) -> bool:
+        used = self._match(words)
+        if used is None:
+            return False
+        self.pos += used
+        return True
+
+    def expect(self, *words: str) -> None:
+        if not self.accept(*words):
+            raise self.error(f"expected {' '.join(words)}")
+
+    def next(self) -> Token:
+        tok = self.peek()
+        if tok is None:
+            raise self.error("unexpected end of statement")
+        self.pos += 1
+        return tok
+
+    def name(self) -> TableName:
+        parts = [self._identifier()]
+        while self.peek() is not None and self.peek().token_type == TokenType.DOT:  # type: ignore[union-attr]
+            self.pos += 1
+            parts.append(self._identifier())
+        return TableName(tuple(parts))
+
+    def _identifier(self) -> str:
+        tok = self.peek()
+        if tok is None:
+            raise self.error("expected a name")
+        if tok.token_type in (TokenType.STRING, TokenType.NUMBER) or tok.token_type in _PUNCTUATION:
+            raise self.error("expected a name")
+        self.pos += 1
+        return tok.text
+
+    def word(self) -> str:
+        return self._identifier()
+
+    def string(self) -> str:
+        tok = self.next()
+        if tok.token_type != TokenType.STRING:
+            raise self.error("expected a quoted string", tok)
+        return tok.text
+
+    def integer(self) -> int:
+        tok = self.next()
+        if tok.token_type != TokenType.NUMBER or not tok.text.isdigit():
+            raise self.error("expected a whole number", tok)
+        return int(tok.text)
+
+    def literal(self) -> str:
+        """A string, number or bare word value (for PROPERTIES)."""
+        tok = self.next()
+        return tok.text
+
+    def punct(self, kind: TokenType) -> None:
+        tok = self.next()
+        if tok.token_type != kind:
+            raise self.error(f"expected '{_PUNCT_TEXT.get(kind, kind.name)}'", tok)
+
+    def accept_punct(self, kind: TokenType) -> bool:
+        tok = self.peek()
+        if tok is not None and tok.token_type == kind:
+            self.pos += 1
+            return True
+        return False
+
+    def rest(self) -> str:
+        """Raw text from the current token to the end of the statement."""
+        if self.at_end():
+            return ""
+        text = self.text[self.tokens[self.pos].start :]
+        self.pos = len(self.tokens)
+        return text.strip()
+
+    def raw_between(self, start: int, stop: int) -> str:
+        """Raw text of tokens[start:stop]."""
+        if start >= stop:
+            return ""
+        return self.text[self.tokens[start].start : self.tokens[stop - 1].end + 1]
+
+    def error(self, what: str, tok: Token | None = None) -> SqlSyntaxError:
+        tok = tok or self.peek()
+        where = f"near '{tok.text}'" if tok is not None else "at end of statement"
+        return SqlSyntaxError(f"{what} {where} in: {_clip(self.text)}")
+
+
+_PUNCTUATION = {
+    TokenType.L_PAREN,
+    TokenType.R_PAREN,
+    TokenType.COMMA,
+    TokenType.SEMICOLON,
+    TokenType.EQ,
+    TokenType.DOT,
+}
+_PUNCT_TEXT = {TokenType.L_PAREN: "(", TokenType.R_PAREN: ")", TokenType.COMMA: ",", TokenType.EQ: "="}
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."

@@ -1,0 +1,73 @@
+"""The facade against real Spark + Iceberg: a round trip through lh.sql."""
+
+from __future__ import annotations
+
+import pytest
+
+from dyntables import Lakehouse
+from dyntables.errors import AnalysisError, SqlSyntaxError, TableNotFoundError
+from tests.conftest import rows
+
+
+def test_round_trip_with_time_travel(lh: Lakehouse, unique) -> None:
+    t = unique("orders")
+    lh.sql(f"CREATE TABLE {t} (id BIGINT, item STRING, qty INT)")
+    lh.sql(f"INSERT INTO {t} VALUES (1, 'shoe', 2), (2, 'mat', 1), (3, 'rope', 5)")
+    first = lh.sql(f"SELECT snapshot_id FROM public.{t}.snapshots ORDER BY committed_at").collect()[-1][0]
+    lh.sql(f"UPDATE {t} SET qty = 3 WHERE id = 2")
+    lh.sql(f"DELETE FROM {t} WHERE id = 3")
+    assert rows(lh.sql(f"SELECT * FROM {t}")) == [(1, "shoe", 2), (2, "mat", 3)]
+    assert rows(lh.sql(f"SELECT * FROM {t} VERSION AS OF {first}")) == [(1, "shoe", 2), (2, "mat", 1), (3, "rope", 5)]
+
+
+def test_tables_are_iceberg_copy_on_write_in_public(lh: Lakehouse, unique) -> None:
+    t = unique("plain")
+    lh.sql(f"CREATE TABLE {t} (a INT)")
+    props = dict(lh.sql(f"SHOW TBLPROPERTIES {t}").collect())
+    assert props["write.delete.mode"] == "copy-on-write"
+    assert props["write.update.mode"] == "copy-on-write"
+    assert props["write.merge.mode"] == "copy-on-write"
+    assert lh.sql(f"SHOW TABLES IN {lh.catalog}.public LIKE '{t}'").count() == 1
+    provider = [r for r in lh.sql(f"DESCRIBE TABLE EXTENDED {t}").collect() if r[0] == "Provider"]
+    assert provider[0][1] == "iceberg"
+
+
+def test_script_returns_the_last_statement(lh: Lakehouse, unique) -> None:
+    t = unique("script")
+    df = lh.sql(
+        f"""
+        CREATE TABLE {t} (a INT, s STRING);  -- a comment; with a semicolon
+        INSERT INTO {t} VALUES (1, 'x;y'), (2, 'it''s');
+        SELECT a, s FROM {t} WHERE s LIKE '%;%'
+        """
+    )
+    assert rows(df) == [(1, "x;y")]
+
+
+def test_unknown_table_is_a_one_line_error(lh: Lakehouse) -> None:
+    with pytest.raises(TableNotFoundError) as err:
+        lh.sql("SELECT * FROM no_such_table_anywhere")
+    line = err.value.one_line()
+    assert "\n" not in line
+    assert "no_such_table_anywhere" in line and "SHOW TABLES" in line
+
+
+def test_syntax_error_is_a_one_line_error(lh: Lakehouse) -> None:
+    with pytest.raises(SqlSyntaxError) as err:
+        lh.sql("SELEC 1")
+    assert "\n" not in err.value.one_line()
+    assert err.value.code == "SQL_SYNTAX"
+
+
+def test_bad_column_is_an_analysis_error(lh: Lakehouse, unique) -> None:
+    t = unique("cols")
+    lh.sql(f"CREATE TABLE {t} (a INT)")
+    with pytest.raises(AnalysisError) as err:
+        lh.sql(f"SELECT nope FROM {t}")
+    assert "nope" in err.value.one_line()
+
+
+def test_qualify_resolves_in_the_current_namespace(lh: Lakehouse) -> None:
+    assert str(lh.qualify("t")) == f"{lh.catalog}.public.t"
+    assert str(lh.qualify("other.t")) == f"{lh.catalog}.other.t"
+    assert str(lh.qualify("c.n.t")) == "c.n.t"
