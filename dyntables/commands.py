@@ -7,7 +7,7 @@ import fnmatch
 import time
 import uuid
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
@@ -33,7 +33,17 @@ from dyntables.errors import (
     UseDropDynamicTableError,
 )
 from dyntables.plan.query import check_deterministic, parse_query, pin_sources, source_tables
-from dyntables.refresh.history import FAILED, FULL, MANUAL, SUCCEED, HistoryRecord, source_tables_json, stats_json
+from dyntables.refresh.compiled import drop_state_tables
+from dyntables.refresh.full import contents_sql
+from dyntables.refresh.history import (
+    FAILED,
+    FULL,
+    MANUAL,
+    SUCCEED,
+    HistoryRecord,
+    source_tables_json,
+    stats_json,
+)
 from dyntables.refresh.ids import new_job_id, now_ms
 from dyntables.refresh.planner import INITIAL
 from dyntables.sql.statements import (
@@ -154,7 +164,6 @@ class Commands:
             keep = dt.with_options(state=existing.state, suspended_reason=existing.suspended_reason)
             table.set_properties({**keep.to_properties(), **({"comment": stmt.comment} if stmt.comment else {})})
             return self._ok()
-        self.registry.planner.check_create(dt, query)
         self._build(dt, stmt, query, pinned, replace=existing is not None)
         return self._ok()
 
@@ -178,9 +187,7 @@ class Commands:
         """Options-only change? Then data and state are kept (no rebuild)."""
         if _normalized(old.query) != _normalized(new.query) or old.partitioned_by != new.partitioned_by:
             return False
-        if stmt.columns:
-            return False
-        return True
+        return not stmt.columns
 
     def _build(
         self,
@@ -191,7 +198,7 @@ class Commands:
         replace: bool,
     ) -> None:
         """CTAS (or atomic RTAS for OR REPLACE): data, definition and refresh state in one commit."""
-        started = datetime.now(timezone.utc)
+        started = datetime.now(UTC)
         t0 = time.monotonic()
         job_id = new_job_id()
         versions = {TableName(tuple(k.split("."))): v.snapshot for k, v in pinned.items()}
@@ -202,7 +209,9 @@ class Commands:
             raise InvalidOptionError(
                 f"dynamic table {dt.name} lists {len(columns)} columns but its query returns {len(schema.fields)}"
             )
-        state = RefreshState(job_id, now_ms(), pinned, FULL)
+        compiled = self.registry.planner.compile_for_create(dt, columns)
+        contents, states = contents_sql(self.spark, dt, compiled.plan, pinned, columns, job_id)
+        state = RefreshState(job_id, now_ms(), pinned, FULL, states)
         props = {
             **dt.to_properties(),
             **state.to_properties(),
@@ -217,10 +226,11 @@ class Commands:
             ddl += " PARTITIONED BY (" + ", ".join(f"`{c}`" for c in dt.partitioned_by) + ")"
         if dt.comment:
             ddl += f" COMMENT {_lit(dt.comment)}"
-        ddl += f" TBLPROPERTIES ({props_sql}) AS SELECT * FROM ({pinned_sql}) AS q({col_list})"
+        ddl += f" TBLPROPERTIES ({props_sql}) AS SELECT * FROM ({contents}) AS q({col_list})"
         try:
             self.spark.sql(ddl)
         except Exception as exc:
+            drop_state_tables(self.spark, [str(v["table"]) for v in states.values()])
             self._record_build(dt, started, t0, job_id, None, exc)
             raise
         for col in stmt.columns:
@@ -253,7 +263,7 @@ class Commands:
         self.registry.history.append(
             [
                 HistoryRecord(
-                    dt.catalog, dt.schema, dt.table, dt.vcluster, started, datetime.now(timezone.utc),
+                    dt.catalog, dt.schema, dt.table, dt.vcluster, started, datetime.now(UTC),
                     int((time.monotonic() - t0) * 1000), FAILED if exc else SUCCEED, MANUAL, None, FULL,
                     error, source_tables_json(dt.sources), stats_json(stats), None, job_id,
                 )
@@ -284,7 +294,7 @@ class Commands:
             rows.append(
                 (
                     dt.table, dt.schema, format_interval(dt.interval_seconds), dt.refresh_mode, dt.state,
-                    datetime.fromtimestamp(state.time_ms / 1000, timezone.utc) if state else None,
+                    datetime.fromtimestamp(state.time_ms / 1000, UTC) if state else None,
                     state.mode if state else None, dt.vcluster,
                     ", ".join(str(s) for s in dt.sources), lag, dt.suspended_reason,
                 )
@@ -351,10 +361,10 @@ class Commands:
             ("Comment", dt.comment, None),
         ]
         if state is not None:
-            rows.append(("Last refresh", datetime.fromtimestamp(state.time_ms / 1000, timezone.utc).isoformat(),
+            rows.append(("Last refresh", datetime.fromtimestamp(state.time_ms / 1000, UTC).isoformat(),
                          f"{state.mode} job {state.refresh_id}"))
         if stmt.extended:
-            rows.append(("Created", datetime.fromtimestamp(dt.created_ms / 1000, timezone.utc).isoformat(), None))
+            rows.append(("Created", datetime.fromtimestamp(dt.created_ms / 1000, UTC).isoformat(), None))
             if state is not None:
                 for src, version in sorted(state.sources.items()):
                     rows.append(("Source snapshot", src, str(version.snapshot)))
@@ -402,7 +412,8 @@ class Commands:
             updated = dt.with_options(vcluster=stmt.vcluster)
         else:
             updated = dt.with_options(refresh_mode=stmt.refresh_mode)
-            self.registry.planner.check_create(updated, parse_query(updated.query))
+            columns = [f.name for f in self.spark.table(dt.name.sql()).schema.fields]
+            self.registry.planner.compile_for_create(updated, columns)
         table.set_properties(updated.to_properties())
         return self._ok()
 

@@ -44,7 +44,7 @@ class RefreshState:
     time_ms: int
     sources: Mapping[str, SourceVersion]
     mode: str
-    state_tables: Mapping[str, str] = field(default_factory=dict)
+    state_tables: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
 
     def to_properties(self) -> dict[str, str]:
         return {

@@ -30,7 +30,7 @@ def translate(exc: BaseException, statement: str = "") -> DynTablesError:
     from pyspark.errors import AnalysisException, ParseException
 
     error_class = _error_class(exc)
-    message = first_line(str(exc))
+    message = first_line(root_message(exc))
     message = re.sub(r"^\[[A-Z_.]+\]\s*", "", message)
     snippet = _clip(statement)
     if isinstance(exc, ParseException) or error_class.startswith("PARSE_"):
@@ -46,6 +46,21 @@ def translate(exc: BaseException, statement: str = "") -> DynTablesError:
     if isinstance(exc, AnalysisException):
         return AnalysisError(f"{message} in: {snippet}")
     return ExecutionError(f"{message} in: {snippet}" if snippet else message)
+
+
+def root_message(exc: BaseException) -> str:
+    """The innermost Java cause's message: Py4J reports a failed job as 'An error
+    occurred while calling o80.collectToPython', which tells the user nothing."""
+    java = getattr(exc, "java_exception", None)
+    if java is None or not str(exc).startswith("An error occurred while calling"):
+        return str(exc)
+    try:
+        cause = java
+        while cause.getCause() is not None and cause.getCause() != cause:
+            cause = cause.getCause()
+        return str(cause.getMessage() or cause.toString())
+    except Exception:
+        return str(exc)
 
 
 def _error_class(exc: BaseException) -> str:

@@ -7,6 +7,7 @@ so the same code points at a cluster and another Iceberg catalog type.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Mapping
@@ -41,10 +42,8 @@ def prepare_warehouse(path: str | os.PathLike[str]) -> Path:
         probe.unlink()
     except OSError as exc:
         if created and warehouse.exists():
-            try:
+            with contextlib.suppress(OSError):
                 warehouse.rmdir()
-            except OSError:
-                pass
         raise WarehouseError(
             f"warehouse folder {warehouse} is not usable ({exc.strerror or exc}); "
             "pick a writable folder with --warehouse or DYNTABLES_WAREHOUSE"

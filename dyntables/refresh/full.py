@@ -1,7 +1,9 @@
 """FULL refresh: recompute the query over the pinned sources and replace the contents.
 
 Runs as one WAP-staged INSERT OVERWRITE, so the old contents stay current until the
-runner publishes the new snapshot together with the source snapshots it reflects.
+runner publishes the new snapshot together with the source snapshots it reflects. When
+the query compiles to an incremental plan, the FULL also rebuilds the aggregate state
+(and computes the contents from it), so the next refresh can be incremental again.
 """
 
 from __future__ import annotations
@@ -10,22 +12,13 @@ from typing import TYPE_CHECKING
 
 from dyntables.catalog.definition import DynamicTableDef, SourceVersion
 from dyntables.catalog.iceberg import load_table
+from dyntables.plan.build import Plan
 from dyntables.plan.query import parse_query, pin_sources
+from dyntables.refresh.compiled import full_build
 from dyntables.sql.tokens import TableName
 
 if TYPE_CHECKING:
     from dyntables.refresh.runner import RefreshContext, WriteResult
-
-
-def identity(name: TableName) -> TableName:
-    return name
-
-
-def pinned_query_sql(dt: DynamicTableDef, pinned: dict[str, SourceVersion]) -> str:
-    """The DT's query with every source read at its pinned snapshot."""
-    versions = {TableName(tuple(k.split("."))): v.snapshot for k, v in pinned.items()}
-    query = parse_query(dt.query)
-    return pin_sources(query, _qualifier(dt), versions).sql("spark")
 
 
 def _qualifier(dt: DynamicTableDef):  # type: ignore[no-untyped-def]
@@ -41,20 +34,36 @@ def _qualifier(dt: DynamicTableDef):  # type: ignore[no-untyped-def]
     return qualify
 
 
-def full_refresh(ctx: RefreshContext) -> WriteResult:
+def pinned_query_sql(dt: DynamicTableDef, pinned: dict[str, SourceVersion]) -> str:
+    """The DT's query with every source read at its pinned snapshot."""
+    versions = {TableName(tuple(k.split("."))): v.snapshot for k, v in pinned.items()}
+    return pin_sources(parse_query(dt.query), _qualifier(dt), versions).sql("spark")
+
+
+def contents_sql(
+    spark: object, dt: DynamicTableDef, plan: Plan | None, pinned: dict[str, SourceVersion], columns: list[str], generation: str
+) -> tuple[str, dict[str, dict[str, object]]]:
+    """SQL of the table's full contents, plus the state tables built for it (if any)."""
+    if plan is None:
+        return f"SELECT * FROM ({pinned_query_sql(dt, pinned)}) AS q", {}
+    new = {k: v.snapshot for k, v in pinned.items()}
+    return full_build(spark, plan, dt.catalog, dt.dt_id, generation, new, columns)
+
+
+def full_refresh(ctx: RefreshContext, plan: Plan | None, columns: list[str]) -> WriteResult:
     from dyntables.refresh.runner import WriteResult
 
     dt = ctx.dt
-    sql = pinned_query_sql(dt, ctx.pinned)
-    ctx.spark.sql(f"INSERT OVERWRITE {dt.name.sql()} SELECT * FROM ({sql}) AS q")
+    sql, states = contents_sql(ctx.spark, dt, plan, ctx.pinned, columns, ctx.job_id)
+    ctx.spark.sql(f"INSERT OVERWRITE {dt.name.sql()} {sql}")
     _source_read_stats(ctx)
     table = load_table(ctx.spark, dt.name)
     snap = table.staged_snapshot(ctx.job_id) if table is not None else None
     if snap is None:
-        return WriteResult(0, 0)
+        return WriteResult(0, 0, state_tables=states)
     added = int(snap.summary.get("added-records", "0"))
     deleted = int(snap.summary.get("deleted-records", "0"))
-    return WriteResult(added, deleted)
+    return WriteResult(added, deleted, state_tables=states)
 
 
 def _source_read_stats(ctx: RefreshContext) -> None:

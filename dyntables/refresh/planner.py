@@ -1,60 +1,189 @@
 """Choosing how to refresh: NO_DATA is decided by the runner; here FULL or INCREMENTAL.
 
-Every FULL carries a stable reason code the user sees in history and EXPLAIN.
+Every FULL carries a stable reason code that the user sees in history and EXPLAIN:
+
+  INITIAL_BUILD               first refresh of the table
+  REFRESH_MODE_FULL           the table was created with REFRESH_MODE = FULL
+  FORCED_FULL                 a FULL refresh was asked for explicitly
+  <compiler code>             the query has no delta rule (LIMIT, NOT_IN_SUBQUERY, ...)
+  SOURCE_REPLACED             a source was dropped and created again since the last refresh
+  SOURCE_HISTORY_UNAVAILABLE  the recorded source snapshot is no longer in its history
+  STATE_MISSING               aggregate state is missing (e.g. created by an older version)
+  CHANGE_TOO_LARGE            AUTO: the change is a large share of the sources (estimate recorded)
+  INCONSISTENT_STATE          the incremental result disagreed with the table; recomputed
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from dyntables.catalog.definition import DynamicTableDef, RefreshState, SourceVersion
+from dyntables.catalog.iceberg import load_table
+from dyntables.errors import IncrementalNotSupportedError
+from dyntables.ivm import aggregate as agg
+from dyntables.plan.build import NotIncremental, Plan, build_plan
+from dyntables.refresh.changes import NONE, Capture, plan_capture
+from dyntables.refresh.compiled import aggregate_nodes
 from dyntables.refresh.full import full_refresh
-from dyntables.refresh.history import FULL
+from dyntables.refresh.history import FULL, INCREMENTAL
+from dyntables.refresh.incremental import incremental_refresh
+from dyntables.sql.tokens import TableName
 
 if TYPE_CHECKING:
     from dyntables.catalog.registry import Registry
-    from dyntables.refresh.runner import Executor
+    from dyntables.refresh.runner import Executor, RefreshContext, WriteResult
 
 INITIAL = "INITIAL_BUILD"
 REQUESTED_FULL = "REFRESH_MODE_FULL"
 FORCED_FULL = "FORCED_FULL"
-NOT_INCREMENTAL = "INCREMENTAL_NOT_AVAILABLE"
+STATE_MISSING = "STATE_MISSING"
+CHANGE_TOO_LARGE = "CHANGE_TOO_LARGE"
+INCONSISTENT_STATE = "INCONSISTENT_STATE"
+
+# AUTO recomputes when the estimated change is at least this share of the source rows,
+# and the sources are big enough for the difference to matter (small tables stay
+# incremental, so what a user sees on a sample is what they get on real data)
+FULL_THRESHOLD = 0.5
+FULL_MIN_ROWS = 100_000
+
+
+@dataclass(frozen=True)
+class Compiled:
+    plan: Plan | None
+    reason: NotIncremental | None
+    columns: list[str]
+    source_columns: dict[str, list[str]]
 
 
 class Planner:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
 
+    # -- compiling ---------------------------------------------------------------------------
+    def compile(self, dt: DynamicTableDef, spark: Any | None = None) -> Compiled:
+        spark = spark or self.registry.spark
+        schema: dict[TableName, list[tuple[str, str]]] = {}
+        for source in dt.sources:
+            try:
+                fields = spark.table(source.sql()).schema.fields
+            except Exception:
+                continue
+            schema[source] = [(f.name, f.dataType.simpleString()) for f in fields]
+        try:
+            columns = [f.name for f in spark.table(dt.name.sql()).schema.fields]
+        except Exception:
+            columns = []
+        source_columns = {str(k): [c for c, _ in v] for k, v in schema.items()}
+        try:
+            plan = build_plan(dt.query, schema, _qualifier(dt))
+            for _, node in aggregate_nodes(plan):
+                code = agg.supported(node)
+                if code:
+                    raise NotIncremental(code, "Aggregate", "COUNT(DISTINCT x) has no delta rule yet")
+        except NotIncremental as reason:
+            return Compiled(None, reason, columns, source_columns)
+        return Compiled(plan, None, columns, source_columns)
+
+    def compile_for_create(self, dt: DynamicTableDef, columns: list[str]) -> Compiled:
+        compiled = self.compile(dt)
+        compiled = replace(compiled, columns=columns)
+        if dt.refresh_mode == "INCREMENTAL" and compiled.plan is None:
+            reason = compiled.reason
+            assert reason is not None
+            raise IncrementalNotSupportedError(
+                f"dynamic table {dt.name} cannot be refreshed incrementally: {reason.code} at {reason.operator} "
+                f"({reason.detail}); use REFRESH_MODE = AUTO or FULL"
+            )
+        return compiled
+
+    # -- choosing ----------------------------------------------------------------------------
     def choose(
         self,
         dt: DynamicTableDef,
         previous: RefreshState | None,
         pinned: dict[str, SourceVersion],
         force_full: bool,
+        spark: Any | None = None,
     ) -> tuple[str, str | None, Executor]:
+        compiled = self.compile(dt, spark)
+        plan = compiled.plan if dt.refresh_mode != "FULL" else None
+
+        def full(ctx: RefreshContext) -> WriteResult:
+            return full_refresh(ctx, plan, compiled.columns)
+
         if force_full:
-            return FULL, FORCED_FULL, full_refresh
-        if previous is None:
-            return FULL, INITIAL, full_refresh
+            return FULL, FORCED_FULL, full
         if dt.refresh_mode == "FULL":
-            return FULL, REQUESTED_FULL, full_refresh
-        return FULL, NOT_INCREMENTAL, full_refresh
+            return FULL, REQUESTED_FULL, full
+        if previous is None:
+            return FULL, INITIAL, full
+        if compiled.plan is None:
+            assert compiled.reason is not None
+            return FULL, compiled.reason.code, full
+        if set(previous.state_tables) != {k for k, _ in aggregate_nodes(compiled.plan)}:
+            return FULL, STATE_MISSING, full
+        for info in previous.state_tables.values():
+            if load_table(self.registry.spark, TableName(tuple(str(info["table"]).split(".")))) is None:
+                return FULL, STATE_MISSING, full
+        captures: dict[str, Capture] = {}
+        for name, version in pinned.items():
+            recorded = previous.sources.get(name)
+            table = load_table(self.registry.spark, TableName(tuple(name.split("."))))
+            if recorded is None or table is None:
+                return FULL, STATE_MISSING, full
+            capture = plan_capture(table, recorded, version)
+            if capture.method is None:
+                assert capture.reason is not None
+                return FULL, capture.reason, full
+            captures[name] = capture
+        changed = sum(c.changed_rows for c in captures.values() if c.method != NONE)
+        total = sum(c.total_rows for c in captures.values() if c.method != NONE)
+        if dt.refresh_mode == "AUTO" and total >= FULL_MIN_ROWS and changed >= FULL_THRESHOLD * total:
+            def full_estimated(ctx: RefreshContext) -> WriteResult:
+                ctx.stats["estimate.changed_rows"] = changed
+                ctx.stats["estimate.source_rows"] = total
+                return full(ctx)
+
+            return FULL, CHANGE_TOO_LARGE, full_estimated
+
+        def incremental(ctx: RefreshContext) -> WriteResult:
+            ctx.stats["estimate.changed_rows"] = changed
+            try:
+                return incremental_refresh(ctx, compiled.plan, captures, compiled.columns, compiled.source_columns)  # type: ignore[arg-type]
+            except Exception as exc:
+                if "dyntables: " not in str(exc):
+                    raise
+                ctx.stats["incremental_error"] = str(exc).splitlines()[0][:200]
+                return replace(full(ctx), mode=FULL, reason=INCONSISTENT_STATE)
+
+        return INCREMENTAL, None, incremental
 
     # -- what the user sees before a refresh (EXPLAIN / DESCRIBE / CREATE checks) ----------
     def describe(self, dt: DynamicTableDef) -> tuple[str, str]:
         if dt.refresh_mode == "FULL":
             return FULL, REQUESTED_FULL
-        return FULL, NOT_INCREMENTAL
+        compiled = self.compile(dt)
+        if compiled.plan is None:
+            assert compiled.reason is not None
+            return FULL, f"{compiled.reason.code}: {compiled.reason.detail}"
+        return INCREMENTAL, "every operator has a delta rule"
 
     def explain_lines(self, dt: DynamicTableDef) -> list[tuple[str, str]]:
-        mode, reason = self.describe(dt)
-        return [("decision", mode), ("reason", reason)]
+        from dyntables.refresh.explain import explain
 
-    def check_create(self, dt: DynamicTableDef, query: object) -> None:
-        if dt.refresh_mode == "INCREMENTAL":
-            from dyntables.errors import IncrementalNotSupportedError
+        return explain(self, dt)
 
-            raise IncrementalNotSupportedError(
-                f"dynamic table {dt.name} cannot be refreshed incrementally ({NOT_INCREMENTAL}); "
-                "use REFRESH_MODE = AUTO or FULL"
-            )
+
+def _qualifier(dt: DynamicTableDef) -> Callable[[TableName], TableName]:
+    catalog, namespace = dt.name.parts[0], dt.name.parts[1]
+
+    def qualify(name: TableName) -> TableName:
+        if len(name.parts) == 1:
+            return TableName((catalog, namespace, name.parts[0]))
+        if len(name.parts) == 2:
+            return TableName((catalog, *name.parts))
+        return name
+
+    return qualify

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from dyntables.catalog.definition import DynamicTableDef, RefreshState, SourceVersion
@@ -32,6 +32,7 @@ from dyntables.refresh.history import (
     stats_json,
 )
 from dyntables.refresh.ids import new_job_id, now_ms
+from dyntables.sql.tokens import TableName
 
 if TYPE_CHECKING:
     from dyntables.catalog.registry import Registry
@@ -67,7 +68,13 @@ class RefreshContext:
 class WriteResult:
     rows_inserted: int
     rows_deleted: int
-    state_tables: dict[str, str] = field(default_factory=dict)
+    # aggregate state the table now reflects: key -> {"table": name, "snapshot": id}
+    state_tables: dict[str, dict[str, object]] = field(default_factory=dict)
+    # staged state snapshots to make current before the table's own commit
+    publish_first: list[tuple[TableName, int]] = field(default_factory=list)
+    # set when the executor changed its mind (e.g. INCREMENTAL fell back to FULL)
+    mode: str | None = None
+    reason: str | None = None
 
 
 Executor = Callable[[RefreshContext], WriteResult]
@@ -105,7 +112,7 @@ class Refresher:
 
     # -- the steps -----------------------------------------------------------------------
     def _refresh_locked(self, dt: DynamicTableDef, trigger: str, force_full: bool) -> RefreshOutcome:
-        started = datetime.now(timezone.utc)
+        started = datetime.now(UTC)
         t0 = time.monotonic()
         job_id = new_job_id()
         table = load_table(self.spark, dt.name)
@@ -123,9 +130,10 @@ class Refresher:
                 return self._no_data(dt, trigger, started, t0, job_id, reason)
             if previous is not None and not force_full and _unchanged(previous, pinned):
                 return self._no_data(dt, trigger, started, t0, job_id, None)
-            mode, reason, executor = self.registry.planner.choose(dt, previous, pinned, force_full)
+            session = self._child_session(job_id, dt)
+            mode, reason, executor = self.registry.planner.choose(dt, previous, pinned, force_full, session)
             ctx = RefreshContext(
-                spark=self._child_session(job_id, dt),
+                spark=session,
                 dt=dt,
                 table=table,
                 previous=previous,
@@ -133,6 +141,7 @@ class Refresher:
                 job_id=job_id,
             )
             result = executor(ctx)
+            mode, reason = result.mode or mode, result.reason if result.mode else reason
             faults.reach("after_write")
             staged = load_table(self.spark, dt.name)
             assert staged is not None
@@ -143,8 +152,14 @@ class Refresher:
                 )
             state = RefreshState(job_id, now_ms(), pinned, mode, result.state_tables)
             faults.reach("before_publish")
+            for state_name, state_snapshot in result.publish_first:
+                state_table = load_table(self.spark, state_name)
+                assert state_table is not None
+                state_table.publish(state_snapshot, {})
+            faults.reach("after_publish_state")
             staged.publish(snapshot.snapshot_id if snapshot else None, state.to_properties())
             faults.reach("after_publish")
+            self._drop_obsolete(previous, result)
             stats = {"rows_inserted": result.rows_inserted, "rows_deleted": result.rows_deleted, **ctx.stats}
             if reason:
                 stats["full_reason"] = reason
@@ -167,6 +182,16 @@ class Refresher:
             if isinstance(exc, faults.InjectedFault):
                 raise
             raise RefreshFailedError(f"refresh of {dt.name} failed: {message}") from exc
+
+    def _drop_obsolete(self, previous: RefreshState | None, result: WriteResult) -> None:
+        if previous is None:
+            return
+        keep = {str(v["table"]) for v in result.state_tables.values()}
+        stale = [str(v["table"]) for v in previous.state_tables.values() if str(v["table"]) not in keep]
+        if stale:
+            from dyntables.refresh.compiled import drop_state_tables
+
+            drop_state_tables(self.spark, stale)
 
     def _pin_sources(self, dt: DynamicTableDef) -> tuple[dict[str, SourceVersion], list[str]]:
         pinned: dict[str, SourceVersion] = {}
@@ -211,7 +236,7 @@ class Refresher:
     ) -> None:
         if note:
             stats = {**stats, "note": note}
-        ended = datetime.now(timezone.utc)
+        ended = datetime.now(UTC)
         self.history.append(
             [
                 HistoryRecord(

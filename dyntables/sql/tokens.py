@@ -15,6 +15,7 @@ from sqlglot.tokens import Token, TokenType
 
 from dyntables.errors import SqlSyntaxError
 
+
 class _Tokenizer(Spark.Tokenizer):
     # sqlglot swallows everything after SHOW / EXPLAIN into one string token; our
     # statements (SHOW DYNAMIC TABLES, EXPLAIN DYNAMIC TABLE) need real tokens.

@@ -1,0 +1,316 @@
+"""GROUP BY (and DISTINCT, global aggregates) maintained from per-group state.
+
+State, one row per group: the keys, ``__cnt`` (the group's row count, i.e. the sum of
+weights) and per aggregate what makes it maintainable under inserts *and* deletes:
+
+  COUNT(*)         __cnt
+  COUNT(x)         a<j>_n  non-null count
+  SUM(x), AVG(x)   a<j>_n, a<j>_s  (sum over non-null x, in Spark's own SUM type)
+  MIN(x), MAX(x)   a<j>_n, a<j>_m  (recomputed for a group only when its extreme is deleted)
+
+A group disappears when ``__cnt`` reaches 0; SUM/AVG/MIN/MAX are NULL when ``a<j>_n``
+is 0. The delta rows are expanded to +-1 rows first, so sums are exact in every type
+(no multiplication that could widen a DECIMAL past 38 digits and round).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from dyntables.ivm.sqlb import (
+    W,
+    alias,
+    col,
+    lit,
+    null_safe_eq_all,
+    raise_error,
+    select,
+    sub,
+    union_all,
+)
+from dyntables.plan.ops import AggCall, Aggregate
+
+CNT = "__cnt"
+SIGN = "__s"
+INCONSISTENT = "dyntables: inconsistent aggregate state"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Names of a node's state columns."""
+
+    keys: tuple[str, ...]
+    aggs: tuple[tuple[AggCall, dict[str, str]], ...]
+
+    @property
+    def value_columns(self) -> list[str]:
+        out = [CNT]
+        for _, names in self.aggs:
+            out.extend(names.values())
+        return out
+
+    @property
+    def all_columns(self) -> list[str]:
+        return list(self.keys) + self.value_columns
+
+
+def layout(node: Aggregate) -> Layout:
+    aggs = []
+    for j, call in enumerate(node.aggs):
+        names: dict[str, str] = {}
+        if call.func in ("count", "sum", "avg", "min", "max"):
+            names["n"] = f"a{j}_n"
+        if call.func in ("sum", "avg"):
+            names["s"] = f"a{j}_s"
+        if call.func in ("min", "max"):
+            names["m"] = f"a{j}_m"
+        if call.func == "count_distinct":
+            raise ValueError("COUNT(DISTINCT) state is not a per-group column")
+        aggs.append((call, names))
+    return Layout(tuple(f"k{i}" for i in range(len(node.keys))), tuple(aggs))
+
+
+def supported(node: Aggregate) -> str | None:
+    """None when this aggregate can be maintained; else a reason code."""
+    for call in node.aggs:
+        if call.func == "count_distinct":
+            return "COUNT_DISTINCT"
+    return None
+
+
+# -- building state from scratch (FULL) -------------------------------------------------------
+
+
+def build_sql(node: Aggregate, child: exp.Query) -> exp.Select:
+    lay = layout(node)
+    items: list[exp.Expression] = [alias(k.copy(), name) for k, name in zip(node.keys, lay.keys, strict=True)]
+    items.append(alias(exp.Count(this=exp.Star()), CNT))
+    for call, names in lay.aggs:
+        arg = call.arg.copy() if call.arg is not None else None
+        if "n" in names:
+            items.append(alias(exp.Count(this=arg.copy()), names["n"]))  # type: ignore[union-attr]
+        if "s" in names:
+            items.append(alias(exp.Sum(this=arg.copy()), names["s"]))  # type: ignore[union-attr]
+        if "m" in names:
+            fn = exp.Min if call.func == "min" else exp.Max
+            items.append(alias(fn(this=arg.copy()), names["m"]))  # type: ignore[union-attr]
+    q = select(items, sub(child))
+    if node.keys:
+        q = q.group_by(*(k.copy() for k in node.keys))
+    return q
+
+
+# -- reading state ----------------------------------------------------------------------------
+
+
+def finalize(call: AggCall, names: Mapping[str, str], avg_type: str | None, prefix: str = "") -> exp.Expression:
+    """The aggregate's value from its state columns (``prefix`` picks o_/n_ copies)."""
+    c = {role: col(prefix + name) for role, name in names.items()}
+    if call.func == "count_star":
+        return col(prefix + CNT)
+    if call.func == "count":
+        return c["n"]
+    has_value = exp.GT(this=c["n"], expression=lit(0))
+    if call.func == "sum":
+        value: exp.Expression = c["s"]
+    elif call.func in ("min", "max"):
+        value = c["m"]
+    elif avg_type and avg_type.startswith("decimal"):
+        # Spark's own AVG(decimal): sum / CAST(count AS DECIMAL(20,0)), cast to the result type
+        quotient = exp.Div(this=c["s"], expression=exp.cast(c["n"], "decimal(20,0)", dialect="spark"))
+        value = exp.cast(quotient, avg_type, dialect="spark")
+    else:
+        value = exp.Div(
+            this=exp.cast(c["s"], "double", dialect="spark"), expression=exp.cast(c["n"], "double", dialect="spark")
+        )
+    return exp.If(this=has_value, true=value, false=exp.null())
+
+
+def finalized(node: Aggregate, state: exp.Query, avg_types: Mapping[str, str], prefix: str = "") -> exp.Select:
+    """The aggregate's output rows from state rows (value columns named ``prefix`` +
+    state name; keys are never prefixed)."""
+    lay = layout(node)
+    items: list[exp.Expression] = [alias(col(k), out) for k, out in zip(lay.keys, node.key_columns, strict=True)]
+    for call, names in lay.aggs:
+        items.append(alias(finalize(call, names, avg_types.get(call.column), prefix), call.column))
+    q = select(items, sub(state))
+    if node.keys:
+        q = q.where(exp.GT(this=col(prefix + CNT), expression=lit(0)))
+    return q
+
+
+# -- applying a delta ---------------------------------------------------------------------------
+
+
+def signed_rows(delta: exp.Query) -> exp.Select:
+    """Expand weighted rows to +-1 rows (``__s``) so sums never multiply."""
+    expanded = select(
+        ["*", alias(exp.Explode(this=exp.func("sequence", lit(1), exp.Abs(this=col(W)))), "__i")], sub(delta)
+    )
+    sign = exp.If(this=exp.GT(this=col(W), expression=lit(0)), true=lit(1), false=lit(-1))
+    return select(["*", alias(sign, SIGN)], sub(expanded))
+
+
+def delta_sql(node: Aggregate, delta: exp.Query) -> exp.Select:
+    """Per affected group: the change of every state column."""
+    lay = layout(node)
+    s = col(SIGN)
+    items: list[exp.Expression] = [alias(k.copy(), name) for k, name in zip(node.keys, lay.keys, strict=True)]
+    items.append(alias(exp.Sum(this=s.copy()), "d_" + CNT))
+    for call, names in lay.aggs:
+        if call.arg is None:
+            continue
+        arg = call.arg
+        not_null = exp.Not(this=exp.Is(this=arg.copy(), expression=exp.null()))
+        if "n" in names:
+            items.append(alias(exp.Sum(this=exp.If(this=not_null, true=s.copy(), false=lit(0))), "d_" + names["n"]))
+        if "s" in names:
+            signed = exp.If(
+                this=exp.GT(this=s.copy(), expression=lit(0)), true=arg.copy(), false=exp.Neg(this=exp.paren(arg.copy()))
+            )
+            items.append(alias(exp.Sum(this=signed), "d_" + names["s"]))
+        if "m" in names:
+            fn = exp.Min if call.func == "min" else exp.Max
+            ins = exp.If(this=exp.GT(this=s.copy(), expression=lit(0)), true=arg.copy(), false=exp.null())
+            dele = exp.If(this=exp.LT(this=s.copy(), expression=lit(0)), true=arg.copy(), false=exp.null())
+            items.append(alias(fn(this=ins), "i_" + names["m"]))
+            items.append(alias(fn(this=dele), "x_" + names["m"]))
+    q = select(items, sub(signed_rows(delta)))
+    if node.keys:
+        q = q.group_by(*(k.copy() for k in node.keys))
+    return q
+
+
+def change_sql(node: Aggregate, delta: exp.Query, state: exp.Query, state_types: Mapping[str, str]) -> exp.Select:
+    """Old (``o_``) and new (``n_``) state of every group the delta touches.
+
+    ``r_<m>`` flags groups whose MIN/MAX must be recomputed: a deleted value reached the
+    current extreme, so the new one cannot be derived from the state.
+    """
+    lay = layout(node)
+    d_alias, o_alias = "_d", "_o"
+    dq = sub(delta_sql(node, delta), d_alias)
+    oq = sub(select(["*"], sub(state)), o_alias)
+    on = null_safe_eq_all([col(k, d_alias) for k in lay.keys], [col(k, o_alias) for k in lay.keys])
+    items: list[exp.Expression] = [alias(col(k, d_alias), k) for k in lay.keys]
+    for name in lay.value_columns:
+        items.append(alias(col(name, o_alias), "o_" + name))
+
+    def add(o: exp.Expression, d: exp.Expression) -> exp.Expression:
+        return exp.Add(this=exp.func("coalesce", o, lit(0)), expression=exp.func("coalesce", d, lit(0)))
+
+    new_cnt = add(col(CNT, o_alias), col("d_" + CNT, d_alias))
+    checked = exp.If(this=exp.LT(this=new_cnt, expression=lit(0)), true=raise_error(INCONSISTENT), false=new_cnt.copy())
+    items.append(alias(checked, "n_" + CNT))
+    for call, names in lay.aggs:
+        if "n" not in names:
+            continue
+        n_name = names["n"]
+        new_n = add(col(n_name, o_alias), col("d_" + n_name, d_alias))
+        items.append(alias(new_n, "n_" + n_name))
+        empty = exp.EQ(this=new_n.copy(), expression=lit(0))
+        if "s" in names:
+            s_name = names["s"]
+            total = add(col(s_name, o_alias), col("d_" + s_name, d_alias))
+            value = exp.cast(total, state_types[s_name], dialect="spark")
+            items.append(alias(exp.If(this=empty.copy(), true=exp.null(), false=value), "n_" + s_name))
+        if "m" in names:
+            m_name = names["m"]
+            pick = exp.Least if call.func == "min" else exp.Greatest
+            old_m, ins, dele = col(m_name, o_alias), col("i_" + m_name, d_alias), col("x_" + m_name, d_alias)
+            reaches = exp.LTE if call.func == "min" else exp.GTE
+            recompute = exp.and_(
+                exp.Not(this=exp.Is(this=dele.copy(), expression=exp.null())),
+                exp.Not(this=exp.Is(this=old_m.copy(), expression=exp.null())),
+                reaches(this=dele.copy(), expression=old_m.copy()),
+            )
+            merged = pick(this=old_m.copy(), expressions=[ins.copy()])
+            items.append(alias(exp.If(this=empty.copy(), true=exp.null(), false=merged), "n_" + m_name))
+            items.append(alias(exp.and_(recompute, exp.Not(this=empty.copy())), "r_" + m_name))
+    return select(items, dq).join(oq, on=on, join_type="left")
+
+
+def recompute_flags(node: Aggregate) -> list[str]:
+    return ["r_" + names["m"] for _, names in layout(node).aggs if "m" in names]
+
+
+def recompute_sql(node: Aggregate, child_new: exp.Query, change_view: str) -> exp.Select:
+    """MIN/MAX from the current input, for the flagged groups only."""
+    lay = layout(node)
+    flags = recompute_flags(node)
+    flagged = (
+        select([col(k) for k in lay.keys] or [alias(lit(1), "_one")], change_view)
+        .where(exp.or_(*(col(f) for f in flags)))
+    )
+    key_names = [f"_rk{i}" for i in range(len(lay.keys))]
+    restricted = select(["*"], sub(child_new))
+    if node.keys:
+        flagged = select([alias(col(k), nm) for k, nm in zip(lay.keys, key_names, strict=True)], sub(flagged))
+        restricted = restricted.join(
+            sub(flagged), on=null_safe_eq_all(list(node.keys), [col(nm) for nm in key_names]), join_type="left semi"
+        )
+    items: list[exp.Expression] = [alias(k.copy(), name) for k, name in zip(node.keys, lay.keys, strict=True)]
+    for call, names in lay.aggs:
+        if "m" in names:
+            fn = exp.Min if call.func == "min" else exp.Max
+            items.append(alias(fn(this=call.arg.copy()), "m_" + names["m"]))  # type: ignore[union-attr]
+    q = select(items, sub(restricted))
+    if node.keys:
+        q = q.group_by(*(k.copy() for k in node.keys))
+    return q
+
+
+def patch_sql(node: Aggregate, change_view: str, recompute_view: str) -> exp.Select:
+    """The change rows with recomputed MIN/MAX where flagged."""
+    lay = layout(node)
+    c, r = "_c", "_r"
+    items: list[exp.Expression] = []
+    patched = {"n_" + names["m"]: names["m"] for _, names in lay.aggs if "m" in names}
+    change_cols = lay.keys + tuple("o_" + n for n in lay.value_columns) + tuple("n_" + n for n in lay.value_columns)
+    for name in change_cols:
+        if name in patched:
+            m = patched[name]
+            items.append(
+                alias(exp.If(this=col("r_" + m, c), true=col("m_" + m, r), false=col(name, c)), name)
+            )
+        else:
+            items.append(alias(col(name, c), name))
+    on = null_safe_eq_all([col(k, c) for k in lay.keys], [col(k, r) for k in lay.keys])
+    return select(items, exp.to_table(change_view).as_(c)).join(exp.to_table(recompute_view).as_(r), on=on, join_type="left")
+
+
+def merge_statement(node: Aggregate, state_table: str, change_view: str) -> str:
+    """MERGE the new state of the touched groups; empty groups are deleted (a global
+    aggregate keeps its single row)."""
+    lay = layout(node)
+    src = select(
+        [alias(col(k), k) for k in lay.keys] + [alias(col("n_" + v), v) for v in lay.value_columns], change_view
+    )
+    on = null_safe_eq_all([col(k, "t") for k in lay.keys], [col(k, "s") for k in lay.keys])
+    sets = ", ".join(f"t.{v} = s.{v}" for v in lay.value_columns)
+    names = ", ".join(lay.all_columns)
+    values = ", ".join(f"s.{v}" for v in lay.all_columns)
+    delete = f"WHEN MATCHED AND s.{CNT} = 0 THEN DELETE " if node.keys else ""
+    return (
+        f"MERGE INTO {state_table} t USING ({src.sql('spark')}) s ON {on.sql('spark')} "
+        f"{delete}WHEN MATCHED THEN UPDATE SET {sets} "
+        f"WHEN NOT MATCHED AND s.{CNT} <> 0 THEN INSERT ({names}) VALUES ({values})"
+    )
+
+
+def output_delta_sql(node: Aggregate, change_view: str, avg_types: Mapping[str, str]) -> exp.Query:
+    """-old row and +new row of every touched group (identical pairs cancel later)."""
+    old = finalized(node, exp.select("*").from_(change_view), avg_types, prefix="o_")
+    new = finalized(node, exp.select("*").from_(change_view), avg_types, prefix="n_")
+    if not node.keys:  # a global aggregate's old row exists unless the state was just built
+        old = old.where(exp.Not(this=exp.Is(this=col("o_" + CNT), expression=exp.null())))
+    cols = [col(c) for c in node.columns]
+    return union_all(
+        [
+            select([*cols, alias(lit(-1), W)], sub(old)),
+            select([*cols, alias(lit(1), W)], sub(new)),
+        ]
+    )

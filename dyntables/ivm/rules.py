@@ -1,0 +1,311 @@
+"""Delta rules, one per operator, and the full-relation rules they build on.
+
+For a node N over sources that moved from snapshot S to S':
+  rel(N, "old") is N over the sources at S, rel(N, "new") over S',
+  delta(N) is the Z-set rel(N, "new") - rel(N, "old") as rows with a weight column.
+A rule only ever reads the deltas of its inputs and old/new versions of its inputs,
+so composing rules composes deltas (DBSP). ``None`` means "no change below here".
+Stateful operators (aggregates) are executed by the refresh and arrive here
+*materialized*: their old/new values and delta are views the executor registered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from sqlglot import exp
+
+from dyntables.ivm.sqlb import (
+    W,
+    alias,
+    col,
+    eq_all,
+    fresh_alias,
+    lit,
+    null_safe_eq_all,
+    select,
+    sub,
+    typed_null,
+    union_all,
+)
+from dyntables.plan.ops import Aggregate, Filter, Join, Node, Project, Scan, UnionAll, Window
+
+OLD = "old"
+NEW = "new"
+
+
+@dataclass(frozen=True)
+class Materialized:
+    """A stateful node after the executor ran it: SQL for its value before and after
+    the refresh, and its delta (None when its input did not change)."""
+
+    old: exp.Query
+    new: exp.Query
+    delta: exp.Query | None
+
+
+class Sources(Protocol):
+    def scan_rel(self, scan: Scan, version: str) -> exp.Query: ...
+
+    def scan_delta(self, scan: Scan) -> exp.Query | None: ...
+
+    def column_types(self, node: Node) -> Mapping[str, str]: ...
+
+
+class Renderer:
+    def __init__(self, sources: Sources, materialized: Mapping[int, Materialized] | None = None) -> None:
+        self.sources = sources
+        self.materialized = dict(materialized or {})
+
+    def rel(self, node: Node, version: str) -> exp.Query:
+        if id(node) in self.materialized:
+            m = self.materialized[id(node)]
+            return (m.old if version == OLD else m.new).copy()
+        return REL_RULES[type(node)](self, node, version)
+
+    def delta(self, node: Node) -> exp.Query | None:
+        if id(node) in self.materialized:
+            d = self.materialized[id(node)].delta
+            return d.copy() if d is not None else None
+        return DELTA_RULES[type(node)](self, node)
+
+
+# -- full relations ------------------------------------------------------------------------
+
+
+def _rel_scan(r: Renderer, n: Scan, version: str) -> exp.Query:
+    return r.sources.scan_rel(n, version)
+
+
+def _rel_filter(r: Renderer, n: Filter, version: str) -> exp.Query:
+    return select(["*"], sub(r.rel(n.child, version))).where(n.predicate.copy())
+
+
+def _rel_project(r: Renderer, n: Project, version: str) -> exp.Query:
+    return select([alias(e.copy(), c) for e, c in zip(n.exprs, n.out, strict=True)], sub(r.rel(n.child, version)))
+
+
+_JOIN_SQL = {"inner": "", "left": "left", "right": "right", "full": "full", "semi": "left semi", "anti": "left anti"}
+
+
+def _join_condition(n: Join) -> exp.Expression:
+    cond = eq_all(n.left_keys, n.right_keys) if n.left_keys else exp.true()
+    if n.residual is not None:
+        cond = exp.and_(cond, n.residual.copy())
+    return cond
+
+
+def _rel_join(r: Renderer, n: Join, version: str) -> exp.Query:
+    q = select([col(c) for c in n.columns], sub(r.rel(n.left, version)))
+    return q.join(sub(r.rel(n.right, version)), on=_join_condition(n), join_type=_JOIN_SQL[n.kind] or None)
+
+
+def _rel_union(r: Renderer, n: UnionAll, version: str) -> exp.Query:
+    parts = [
+        select([alias(col(c), o) for c, o in zip(child.columns, n.out, strict=True)], sub(r.rel(child, version)))
+        for child in n.inputs
+    ]
+    return union_all(parts)
+
+
+def _rel_aggregate(r: Renderer, n: Aggregate, version: str) -> exp.Query:
+    raise AssertionError("aggregates are materialized by the refresh executor before rendering")
+
+
+def _rel_window(r: Renderer, n: Window, version: str) -> exp.Query:
+    return _window_over(n, r.rel(n.child, version))
+
+
+def _window_over(n: Window, source: exp.Query) -> exp.Select:
+    items: list[exp.Expression] = [col(c) for c in n.child.columns]
+    items += [alias(f.copy(), c) for f, c in zip(n.funcs, n.func_columns, strict=True)]
+    return select(items, sub(source))
+
+
+REL_RULES: dict[type, Callable[..., exp.Query]] = {
+    Scan: _rel_scan,
+    Filter: _rel_filter,
+    Project: _rel_project,
+    Join: _rel_join,
+    UnionAll: _rel_union,
+    Aggregate: _rel_aggregate,
+    Window: _rel_window,
+}
+
+
+# -- deltas ----------------------------------------------------------------------------------
+
+
+def _delta_scan(r: Renderer, n: Scan) -> exp.Query | None:
+    return r.sources.scan_delta(n)
+
+
+def _delta_filter(r: Renderer, n: Filter) -> exp.Query | None:
+    d = r.delta(n.child)
+    return None if d is None else select(["*"], sub(d)).where(n.predicate.copy())
+
+
+def _delta_project(r: Renderer, n: Project) -> exp.Query | None:
+    d = r.delta(n.child)
+    if d is None:
+        return None
+    items = [alias(e.copy(), c) for e, c in zip(n.exprs, n.out, strict=True)] + [col(W)]
+    return select(items, sub(d))
+
+
+def _delta_union(r: Renderer, n: UnionAll) -> exp.Query | None:
+    parts = []
+    for child in n.inputs:
+        d = r.delta(child)
+        if d is not None:
+            items = [alias(col(c), o) for c, o in zip(child.columns, n.out, strict=True)] + [col(W)]
+            parts.append(select(items, sub(d)))
+    return union_all(parts) if parts else None
+
+
+def _inner_terms(r: Renderer, n: Join) -> list[exp.Query]:
+    """d(L join R) = dL join R_old + L_new join dR (weights come from the delta side)."""
+    cols = [col(c) for c in n.left.columns + n.right.columns] + [col(W)]
+    terms: list[exp.Query] = []
+    d_left = r.delta(n.left)
+    d_right = r.delta(n.right)
+    cond = _join_condition(n)
+    if d_left is not None:
+        terms.append(select(cols, sub(d_left)).join(sub(r.rel(n.right, OLD)), on=cond.copy()))
+    if d_right is not None:
+        terms.append(select(cols, sub(r.rel(n.left, NEW))).join(sub(d_right), on=cond.copy()))
+    return terms
+
+
+def _flipped_keys(
+    r: Renderer, right: Node, d_right: exp.Query, rkeys: Sequence[exp.Expression]
+) -> tuple[exp.Query, exp.Query, list[str]]:
+    """Join keys whose match status changed: (became matched, became unmatched)."""
+    names = [fresh_alias("k") for _ in rkeys]
+    keys = (
+        select([alias(k.copy(), nm) for k, nm in zip(rkeys, names, strict=True)], sub(d_right))
+        .where(exp.and_(*(exp.Not(this=exp.Is(this=k.copy(), expression=exp.null())) for k in rkeys)))
+        .distinct()
+    )
+    on = eq_all([col(nm) for nm in names], rkeys)
+    to_matched = (
+        select(["*"], sub(keys))
+        .join(sub(r.rel(right, NEW)), on=on.copy(), join_type="left semi")
+        .join(sub(r.rel(right, OLD)), on=on.copy(), join_type="left anti")
+    )
+    to_unmatched = (
+        select(["*"], sub(keys))
+        .join(sub(r.rel(right, NEW)), on=on.copy(), join_type="left anti")
+        .join(sub(r.rel(right, OLD)), on=on.copy(), join_type="left semi")
+    )
+    return to_matched, to_unmatched, names
+
+
+def _match_terms(
+    r: Renderer, left: Node, right: Node, lkeys: Sequence[exp.Expression], rkeys: Sequence[exp.Expression], anti: bool
+) -> list[exp.Query]:
+    """Delta of the rows of ``left`` that have (semi) or lack (anti) a match in ``right``.
+
+    semi: dL|{matched in R_new} + L_old|{became matched} - L_old|{became unmatched}
+    anti: dL|{unmatched in R_new} + L_old|{became unmatched} - L_old|{became matched}
+    """
+    lcols = [col(c) for c in left.columns]
+    terms: list[exp.Query] = []
+    d_left = r.delta(left)
+    d_right = r.delta(right)
+    on = eq_all(lkeys, rkeys)
+    if d_left is not None:
+        terms.append(
+            select([*lcols, col(W)], sub(d_left)).join(
+                sub(r.rel(right, NEW)), on=on.copy(), join_type="left anti" if anti else "left semi"
+            )
+        )
+    if d_right is not None:
+        to_matched, to_unmatched, names = _flipped_keys(r, right, d_right, rkeys)
+        gained, lost = (to_unmatched, to_matched) if anti else (to_matched, to_unmatched)
+        key_on = eq_all(lkeys, [col(nm) for nm in names])
+        terms.append(
+            select([*lcols, alias(lit(1), W)], sub(r.rel(left, OLD))).join(
+                sub(gained), on=key_on.copy(), join_type="left semi"
+            )
+        )
+        terms.append(
+            select([*lcols, alias(lit(-1), W)], sub(r.rel(left, OLD))).join(
+                sub(lost), on=key_on.copy(), join_type="left semi"
+            )
+        )
+    return terms
+
+
+def _padded(
+    r: Renderer, n: Join, terms: list[exp.Query], kept: Node, missing: Node, kept_first: bool
+) -> exp.Query | None:
+    """Unmatched rows of an outer join: the kept side's columns plus typed NULLs."""
+    if not terms:
+        return None
+    types = r.sources.column_types(missing)
+    nulls = [alias(typed_null(types[c]), c) for c in missing.columns]
+    kept_cols: list[exp.Expression] = [col(c) for c in kept.columns]
+    items = (kept_cols + nulls) if kept_first else (nulls + kept_cols)
+    return select([*items, col(W)], sub(union_all(terms)))
+
+
+def _delta_join(r: Renderer, n: Join) -> exp.Query | None:
+    if n.kind == "semi":
+        parts = _match_terms(r, n.left, n.right, n.left_keys, n.right_keys, anti=False)
+        return union_all(parts) if parts else None
+    if n.kind == "anti":
+        parts = _match_terms(r, n.left, n.right, n.left_keys, n.right_keys, anti=True)
+        return union_all(parts) if parts else None
+    parts = _inner_terms(r, n)
+    if n.kind in ("left", "full"):
+        pad = _padded(r, n, _match_terms(r, n.left, n.right, n.left_keys, n.right_keys, anti=True), n.left, n.right, True)
+        if pad is not None:
+            parts.append(pad)
+    if n.kind in ("right", "full"):
+        terms = _match_terms(r, n.right, n.left, n.right_keys, n.left_keys, anti=True)
+        pad = _padded(r, n, terms, n.right, n.left, False)
+        if pad is not None:
+            parts.append(pad)
+    return union_all(parts) if parts else None
+
+
+def _delta_aggregate(r: Renderer, n: Aggregate) -> exp.Query | None:
+    raise AssertionError("aggregates are materialized by the refresh executor before rendering")
+
+
+def _delta_window(r: Renderer, n: Window) -> exp.Query | None:
+    """Recompute the partitions whose keys appear in the input delta (all of it when
+    there is no PARTITION BY): +new partition rows, -old partition rows."""
+    d = r.delta(n.child)
+    if d is None:
+        return None
+    if n.partition_by:
+        names = [fresh_alias("p") for _ in n.partition_by]
+        keys = select([alias(p.copy(), nm) for p, nm in zip(n.partition_by, names, strict=True)], sub(d)).distinct()
+        on = null_safe_eq_all(list(n.partition_by), [col(nm) for nm in names])
+    else:
+        keys = select([alias(exp.true(), "_any")], sub(d)).limit(1)
+        on = exp.true()
+
+    def restricted(version: str) -> exp.Select:
+        inner = select(["*"], sub(r.rel(n.child, version))).join(sub(keys.copy()), on=on.copy(), join_type="left semi")
+        return _window_over(n, inner)
+
+    cols = [col(c) for c in n.columns]
+    plus = select([*cols, alias(lit(1), W)], sub(restricted(NEW)))
+    minus = select([*cols, alias(lit(-1), W)], sub(restricted(OLD)))
+    return union_all([plus, minus])
+
+
+DELTA_RULES: dict[type, Callable[..., exp.Query | None]] = {
+    Scan: _delta_scan,
+    Filter: _delta_filter,
+    Project: _delta_project,
+    Join: _delta_join,
+    UnionAll: _delta_union,
+    Aggregate: _delta_aggregate,
+    Window: _delta_window,
+}

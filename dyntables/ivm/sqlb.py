@@ -1,0 +1,81 @@
+"""Small builders for the SQL the delta rules emit (sqlglot trees, never f-strings)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+
+from sqlglot import exp
+
+W = "__w"  # weight column of a Z-set delta: +n inserts, -n deletes
+
+_aliases = itertools.count()
+
+
+def fresh_alias(prefix: str = "t") -> str:
+    return f"_{prefix}{next(_aliases)}"
+
+
+def sub(q: exp.Query, alias: str | None = None) -> exp.Subquery:
+    return q.subquery(alias or fresh_alias())
+
+
+def col(name: str, table: str | None = None) -> exp.Column:
+    return exp.column(name, table=table)
+
+
+def lit(value: int | str) -> exp.Expression:
+    return exp.Literal.number(value) if isinstance(value, int) else exp.Literal.string(value)
+
+
+def alias(e: exp.Expression, name: str) -> exp.Expression:
+    return exp.alias_(e, name)
+
+
+def select(items: Iterable[exp.Expression | str], source: exp.Expression | str) -> exp.Select:
+    return exp.select(*items).from_(source)
+
+
+def star_from(q: exp.Query) -> exp.Select:
+    return exp.select("*").from_(sub(q))
+
+
+def project_cols(names: Sequence[str], q: exp.Query, with_weight: bool = False) -> exp.Select:
+    items: list[exp.Expression] = [col(n) for n in names]
+    if with_weight:
+        items.append(col(W))
+    return exp.select(*items).from_(sub(q))
+
+
+def union_all(parts: Sequence[exp.Query]) -> exp.Query:
+    assert parts
+    result: exp.Query = parts[0]
+    for part in parts[1:]:
+        result = exp.union(result, part, distinct=False)
+    return result
+
+
+def eq_all(left: Sequence[exp.Expression], right: Sequence[exp.Expression]) -> exp.Expression:
+    return exp.and_(*(exp.EQ(this=a.copy(), expression=b.copy()) for a, b in zip(left, right, strict=True)))
+
+
+def null_safe_eq_all(left: Sequence[exp.Expression], right: Sequence[exp.Expression]) -> exp.Expression:
+    if not left:
+        return exp.true()
+    return exp.and_(*(exp.NullSafeEQ(this=a.copy(), expression=b.copy()) for a, b in zip(left, right, strict=True)))
+
+
+def typed_null(type_sql: str) -> exp.Expression:
+    return exp.cast(exp.null(), type_sql, dialect="spark")
+
+
+def raise_error(message: str) -> exp.Expression:
+    return exp.Anonymous(this="raise_error", expressions=[lit(message)])
+
+
+def sign(e: exp.Expression) -> exp.Expression:
+    return exp.If(this=exp.GT(this=e, expression=lit(0)), true=lit(1), false=lit(-1))
+
+
+def empty(q: exp.Select) -> exp.Select:
+    return q.where(exp.false())

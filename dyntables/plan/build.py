@@ -1,0 +1,505 @@
+"""sqlglot AST -> operator tree (:mod:`dyntables.plan.ops`).
+
+The query is first qualified by sqlglot (stars expanded, every column tied to a table
+alias, USING turned into ON), then walked clause by clause: FROM/JOIN -> Scan/Join,
+WHERE -> Filter and semi/anti joins, GROUP BY -> Aggregate, HAVING -> Filter, window
+functions -> Window, SELECT -> Project, DISTINCT -> Aggregate over all columns.
+Anything outside that grammar raises :class:`NotIncremental` with a stable code.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from sqlglot import exp
+from sqlglot.errors import OptimizeError
+from sqlglot.optimizer.qualify import qualify
+
+from dyntables.plan.ops import (
+    AggCall,
+    Aggregate,
+    Filter,
+    Join,
+    Node,
+    Project,
+    Scan,
+    UnionAll,
+    Window,
+    col,
+)
+from dyntables.plan.query import parse_query, table_name
+from dyntables.sql.tokens import TableName
+
+# table -> ordered (column, type) pairs, for qualification and Scan columns
+Schema = Mapping[TableName, list[tuple[str, str]]]
+
+
+class NotIncremental(Exception):
+    """The query (or part of it) has no delta rule; the DT refreshes FULL."""
+
+    def __init__(self, code: str, operator: str, detail: str) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code = code
+        self.operator = operator
+        self.detail = detail
+
+
+@dataclass(frozen=True, eq=False)
+class Plan:
+    root: Node
+    output_names: tuple[str, ...]
+
+
+_SUPPORTED_AGGS: dict[type[exp.Expression], str] = {
+    exp.Count: "count",
+    exp.Sum: "sum",
+    exp.Avg: "avg",
+    exp.Min: "min",
+    exp.Max: "max",
+}
+
+Scope = dict[tuple[str, str], str]  # (alias, column) -> internal name
+
+
+def build_plan(query_text: str, schema: Schema, qualify_name: Callable[[TableName], TableName]) -> Plan:
+    tree = parse_query(query_text)
+    sg_schema: dict[str, dict[str, dict[str, dict[str, str]]]] = {}
+    for name, cols in schema.items():
+        cat, db, tbl = name.parts
+        sg_schema.setdefault(cat, {}).setdefault(db, {})[tbl] = {c: t for c, t in cols}
+    default = qualify_name(TableName(("x",)))
+    try:
+        qualified = qualify(
+            tree,
+            schema=sg_schema,
+            catalog=default.parts[0],
+            db=default.parts[1],
+            dialect="spark",
+            quote_identifiers=False,
+            validate_qualify_columns=True,
+        )
+    except OptimizeError as exc:
+        raise NotIncremental("UNRESOLVED_QUERY", "query", str(exc).splitlines()[0]) from exc
+    builder = _Builder(schema, qualify_name)
+    node, names = builder.query(qualified, {})
+    return Plan(node, tuple(names))
+
+
+class _Builder:
+    def __init__(self, schema: Schema, qualify_name: Callable[[TableName], TableName]) -> None:
+        self.schema = {k: v for k, v in schema.items()}
+        self.qualify_name = qualify_name
+        self._ids = itertools.count()
+
+    def fresh(self) -> str:
+        return f"c{next(self._ids)}"
+
+    # -- queries ---------------------------------------------------------------------------
+    def query(self, q: exp.Expression, ctes: dict[str, exp.Expression]) -> tuple[Node, list[str]]:
+        with_ = q.args.get("with_") or q.args.get("with")
+        if with_ is not None:
+            ctes = dict(ctes)
+            for cte in with_.expressions:
+                ctes[cte.alias_or_name.lower()] = cte.this
+        if isinstance(q, exp.Union):
+            return self._union(q, ctes)
+        if isinstance(q, (exp.Intersect, exp.Except)):
+            raise NotIncremental("SET_OPERATION", type(q).__name__.upper(), "INTERSECT/EXCEPT have no delta rule yet")
+        if isinstance(q, exp.Subquery):
+            return self.query(q.this, ctes)
+        if not isinstance(q, exp.Select):
+            raise NotIncremental("UNSUPPORTED_QUERY", type(q).__name__, q.sql("spark")[:80])
+        return self._select(q, ctes)
+
+    def _union(self, q: exp.Union, ctes: dict[str, exp.Expression]) -> tuple[Node, list[str]]:
+        if q.args.get("limit") or q.args.get("offset"):
+            raise NotIncremental("LIMIT", "LIMIT", "ORDER BY ... LIMIT keeps a moving top-N; recomputed FULL")
+        left, names = self.query(q.left, ctes)
+        right, rnames = self.query(q.right, ctes)
+        if len(names) != len(rnames):
+            raise NotIncremental("UNRESOLVED_QUERY", "UNION", "the two sides have different column counts")
+        out = tuple(self.fresh() for _ in names)
+        node: Node = UnionAll((left, right), out)
+        if q.args.get("distinct"):
+            node = self._distinct(node)
+        return node, list(names)
+
+    def _distinct(self, node: Node) -> Node:
+        keys = tuple(col(c) for c in node.columns)
+        return Aggregate(node, keys, tuple(self.fresh() for _ in keys), ())
+
+    def _select(self, select: exp.Select, ctes: dict[str, exp.Expression]) -> tuple[Node, list[str]]:
+        if select.args.get("limit") or select.args.get("offset"):
+            raise NotIncremental("LIMIT", "LIMIT", "ORDER BY ... LIMIT keeps a moving top-N; recomputed FULL")
+        for unsupported in ("laterals", "pivots", "qualify", "connect", "prewhere"):
+            if select.args.get(unsupported):
+                raise NotIncremental("UNSUPPORTED_CLAUSE", unsupported.upper(), "clause has no delta rule yet")
+        from_ = select.args.get("from_") or select.args.get("from")
+        if from_ is None:
+            raise NotIncremental("NO_SOURCE", "SELECT", "a query without FROM reads no table")
+        node, scope = self.relation(from_.this, ctes)
+        for join in select.args.get("joins") or []:
+            node, scope = self._join(node, scope, join, ctes)
+        where = select.args.get("where")
+        if where is not None:
+            node = self._where(node, scope, where.this, ctes)
+        exprs = list(select.expressions)
+        names = [e.alias_or_name for e in exprs]
+        having = select.args.get("having")
+        group = select.args.get("group")
+        has_agg = any(_aggregates(e) for e in exprs) or having is not None
+        if group is not None or has_agg:
+            node, exprs, having_pred = self._aggregate(node, scope, select, exprs, group, having)
+            post_scope: Scope | None = None
+            if having_pred is not None:
+                node = Filter(node, having_pred)
+        else:
+            post_scope = scope
+            exprs = [self.expr(e.unalias() if isinstance(e, exp.Alias) else e, scope) for e in exprs]
+        del post_scope
+        node, exprs = self._windows(node, exprs)
+        out = tuple(self.fresh() for _ in exprs)
+        node = Project(node, tuple(exprs), out)
+        if select.args.get("distinct"):
+            if select.args["distinct"].args.get("on"):
+                raise NotIncremental("DISTINCT_ON", "DISTINCT ON", "DISTINCT ON has no delta rule")
+            node = self._distinct(node)
+        return node, names
+
+    # -- FROM ------------------------------------------------------------------------------
+    def relation(self, source: exp.Expression, ctes: dict[str, exp.Expression]) -> tuple[Node, Scope]:
+        alias = source.alias_or_name.lower()
+        if isinstance(source, exp.Table):
+            if not source.args.get("db") and source.name.lower() in ctes:
+                node, names = self.query(ctes[source.name.lower()], ctes)
+                return node, {(alias, n.lower()): c for n, c in zip(names, node.columns, strict=True)}
+            if source.args.get("version") is not None:
+                raise NotIncremental("TIME_TRAVEL_SOURCE", "Scan", "a source read AS OF a fixed version never changes")
+            name = self.qualify_name(table_name(source))
+            if name not in self.schema:
+                raise NotIncremental("UNKNOWN_SOURCE", "Scan", f"{name} is not a known source table")
+            source_cols = tuple(c for c, _ in self.schema[name])
+            out = tuple(self.fresh() for _ in source_cols)
+            return Scan(name, source_cols, out), {(alias, c.lower()): o for c, o in zip(source_cols, out, strict=True)}
+        if isinstance(source, exp.Subquery):
+            node, names = self.query(source.this, ctes)
+            return node, {(alias, n.lower()): c for n, c in zip(names, node.columns, strict=True)}
+        raise NotIncremental("UNSUPPORTED_SOURCE", type(source).__name__, source.sql("spark")[:80])
+
+    def _join(
+        self, left: Node, lscope: Scope, join: exp.Join, ctes: dict[str, exp.Expression]
+    ) -> tuple[Node, Scope]:
+        right, rscope = self.relation(join.this, ctes)
+        side = (join.side or "").upper()
+        kind = (join.kind or "").upper()
+        if join.args.get("using"):
+            raise NotIncremental("UNRESOLVED_QUERY", "JOIN", "USING should have been rewritten to ON")
+        if kind in ("SEMI", "ANTI"):
+            jkind = kind.lower()
+        elif side in ("LEFT", "RIGHT", "FULL"):
+            jkind = side.lower()
+        elif kind in ("", "INNER", "CROSS"):
+            jkind = "inner"
+        else:
+            raise NotIncremental("UNSUPPORTED_JOIN", f"{side} {kind} JOIN".strip(), "join type has no delta rule")
+        on = join.args.get("on")
+        lkeys, rkeys, residual = self._split_condition(on, lscope, rscope)
+        scope = {**lscope, **rscope} if jkind not in ("semi", "anti") else dict(lscope)
+        if jkind != "inner":
+            if not lkeys:
+                raise NotIncremental(
+                    "OUTER_JOIN_NON_EQUI", f"{jkind.upper()} JOIN", "outer/semi/anti joins need an equality condition"
+                )
+            if residual is not None:
+                residual, right = self._push_residual(jkind, residual, left, right)
+        return Join(jkind, left, right, tuple(lkeys), tuple(rkeys), residual), scope
+
+    def _push_residual(
+        self, kind: str, residual: exp.Expression, left: Node, right: Node
+    ) -> tuple[exp.Expression | None, Node]:
+        """A non-equi ON condition on the right side only is a filter of the right input."""
+        used = {c.name for c in residual.find_all(exp.Column)}
+        if kind in ("left", "semi", "anti") and used <= set(right.columns):
+            return None, Filter(right, residual)
+        raise NotIncremental(
+            "OUTER_JOIN_NON_EQUI", f"{kind.upper()} JOIN", "an ON condition beyond equalities on both sides"
+        )
+
+    def _split_condition(
+        self, on: exp.Expression | None, lscope: Scope, rscope: Scope
+    ) -> tuple[list[exp.Expression], list[exp.Expression], exp.Expression | None]:
+        lkeys: list[exp.Expression] = []
+        rkeys: list[exp.Expression] = []
+        rest: list[exp.Expression] = []
+        for conj in _conjuncts(on):
+            if isinstance(conj, exp.EQ):
+                a, b = conj.this, conj.expression
+                if _within(a, lscope) and _within(b, rscope):
+                    lkeys.append(self.expr(a, lscope))
+                    rkeys.append(self.expr(b, rscope))
+                    continue
+                if _within(b, lscope) and _within(a, rscope):
+                    lkeys.append(self.expr(b, lscope))
+                    rkeys.append(self.expr(a, rscope))
+                    continue
+            rest.append(self.expr(conj, {**lscope, **rscope}))
+        residual = exp.and_(*rest) if rest else None
+        return lkeys, rkeys, residual
+
+    # -- WHERE -----------------------------------------------------------------------------
+    def _where(self, node: Node, scope: Scope, cond: exp.Expression, ctes: dict[str, exp.Expression]) -> Node:
+        plain: list[exp.Expression] = []
+        subqueries: list[tuple[str, exp.Expression]] = []
+        for conj in _conjuncts(cond):
+            negated = isinstance(conj, exp.Not)
+            inner = conj.this if negated else conj
+            if isinstance(inner, exp.Exists):
+                subqueries.append(("anti" if negated else "semi", inner))
+            elif isinstance(inner, exp.In) and inner.args.get("query") is not None:
+                if negated:
+                    raise NotIncremental(
+                        "NOT_IN_SUBQUERY", "NOT IN", "NOT IN (subquery) is false for all rows once a NULL appears; "
+                        "use NOT EXISTS"
+                    )
+                subqueries.append(("semi", inner))
+            elif any(True for _ in conj.find_all(exp.Subquery, exp.Exists)):
+                raise NotIncremental("SUBQUERY_EXPRESSION", "WHERE", f"subquery in {conj.sql('spark')[:60]}")
+            else:
+                plain.append(self.expr(conj, scope))
+        if plain:
+            node = Filter(node, exp.and_(*plain))
+        for kind, sub in subqueries:
+            node = self._semi(node, scope, kind, sub, ctes)
+        return node
+
+    def _semi(
+        self, node: Node, scope: Scope, kind: str, sub: exp.Expression, ctes: dict[str, exp.Expression]
+    ) -> Node:
+        if isinstance(sub, exp.In):
+            query = sub.args["query"]
+            query = query.this if isinstance(query, exp.Subquery) else query
+            if _correlated(query, scope):
+                raise NotIncremental("CORRELATED_IN", "IN", "IN (subquery) that refers to the outer query")
+            right, names = self.query(query, ctes)
+            if len(names) != 1:
+                raise NotIncremental("UNRESOLVED_QUERY", "IN", "IN (subquery) must return one column")
+            return Join(kind, node, right, (self.expr(sub.this, scope),), (col(right.columns[0]),), None)
+        select = sub.this
+        if not isinstance(select, exp.Select) or any(
+            select.args.get(k) for k in ("group", "having", "limit", "distinct", "joins")
+        ):
+            raise NotIncremental(
+                "EXISTS_COMPLEX", "EXISTS", "EXISTS over one table with equality correlation is supported"
+            )
+        from_ = select.args.get("from_") or select.args.get("from")
+        right, rscope = self.relation(from_.this, ctes)
+        lkeys: list[exp.Expression] = []
+        rkeys: list[exp.Expression] = []
+        local: list[exp.Expression] = []
+        where = select.args.get("where")
+        for conj in _conjuncts(where.this if where is not None else None):
+            if _within(conj, rscope):
+                local.append(self.expr(conj, rscope))
+                continue
+            if isinstance(conj, exp.EQ):
+                a, b = conj.this, conj.expression
+                if _within(a, rscope) and _within(b, scope):
+                    rkeys.append(self.expr(a, rscope))
+                    lkeys.append(self.expr(b, scope))
+                    continue
+                if _within(b, rscope) and _within(a, scope):
+                    rkeys.append(self.expr(b, rscope))
+                    lkeys.append(self.expr(a, scope))
+                    continue
+            raise NotIncremental("CORRELATED_NON_EQUI", "EXISTS", f"correlation {conj.sql('spark')[:60]}")
+        if not lkeys:
+            raise NotIncremental("EXISTS_UNCORRELATED", "EXISTS", "EXISTS without an equality to the outer query")
+        if local:
+            right = Filter(right, exp.and_(*local))
+        return Join(kind, node, right, tuple(lkeys), tuple(rkeys), None)
+
+    # -- GROUP BY / aggregates ---------------------------------------------------------------
+    def _aggregate(
+        self,
+        node: Node,
+        scope: Scope,
+        select: exp.Select,
+        exprs: list[exp.Expression],
+        group: exp.Group | None,
+        having: exp.Having | None,
+    ) -> tuple[Node, list[exp.Expression], exp.Expression | None]:
+        group_exprs: list[exp.Expression] = []
+        if group is not None:
+            for unsupported in ("grouping_sets", "cube", "rollup", "totals"):
+                if group.args.get(unsupported):
+                    raise NotIncremental("GROUPING_SETS", "GROUP BY", "ROLLUP/CUBE/GROUPING SETS have no delta rule yet")
+            group_exprs = list(group.expressions)
+        keys = tuple(self.expr(g, scope) for g in group_exprs)
+        key_cols = tuple(self.fresh() for _ in keys)
+        aggs: list[AggCall] = []
+        by_sql: dict[str, str] = {}
+
+        def over_agg(n: exp.Expression) -> exp.Expression | None:
+            if isinstance(n, exp.Window):
+                # the window function itself runs after aggregation; its arguments,
+                # PARTITION BY and ORDER BY are expressions over the aggregate's output
+                w = n.copy()
+                func = w.this
+                for child in list(func.iter_expressions()):
+                    child.replace(rewrite_tree(child, over_agg))
+                for key in ("partition_by", "order"):
+                    value = w.args.get(key)
+                    if isinstance(value, list):
+                        w.set(key, [rewrite_tree(v, over_agg) for v in value])
+                    elif value is not None:
+                        w.set(key, rewrite_tree(value, over_agg))
+                return w
+            for g, kc in zip(group_exprs, key_cols, strict=True):
+                if n == g:
+                    return col(kc)
+            if isinstance(n, exp.AggFunc):
+                call = self._agg_call(n, scope)
+                key = f"{call.func}:{call.arg.sql('spark') if call.arg is not None else ''}"
+                if key not in by_sql:
+                    by_sql[key] = call.column
+                    aggs.append(call)
+                return col(by_sql[key])
+            if isinstance(n, exp.Column):
+                raise NotIncremental(
+                    "UNRESOLVED_QUERY", "GROUP BY", f"column {n.sql('spark')} is neither grouped nor aggregated"
+                )
+            return None
+
+        def rewrite(e: exp.Expression) -> exp.Expression:
+            return rewrite_tree(e, over_agg)
+
+        out_exprs = [rewrite(e.unalias() if isinstance(e, exp.Alias) else e) for e in exprs]
+        having_pred = rewrite(having.this) if having is not None else None
+        return Aggregate(node, keys, key_cols, tuple(aggs)), out_exprs, having_pred
+
+    def _agg_call(self, n: exp.AggFunc, scope: Scope) -> AggCall:
+        func = _SUPPORTED_AGGS.get(type(n))
+        if func is None:
+            raise NotIncremental(
+                "AGGREGATE_FUNCTION", n.sql_name().upper(), f"{n.sql_name().upper()} has no delta rule yet"
+            )
+        arg = n.this
+        if isinstance(arg, exp.Distinct):
+            if func != "count" or len(arg.expressions) != 1:
+                raise NotIncremental(
+                    "AGGREGATE_DISTINCT", n.sql_name().upper(), "only COUNT(DISTINCT x) of one column is supported"
+                )
+            return AggCall("count_distinct", self.expr(arg.expressions[0], scope), self.fresh())
+        if func == "count" and (arg is None or isinstance(arg, exp.Star)):
+            return AggCall("count_star", None, self.fresh())
+        if arg is None or n.args.get("expressions"):
+            raise NotIncremental("AGGREGATE_FUNCTION", n.sql_name().upper(), "unexpected arguments")
+        return AggCall(func, self.expr(arg, scope), self.fresh())
+
+    # -- windows ---------------------------------------------------------------------------
+    def _windows(self, node: Node, exprs: list[exp.Expression]) -> tuple[Node, list[exp.Expression]]:
+        windows: list[exp.Window] = []
+        for e in exprs:
+            windows.extend(w for w in e.find_all(exp.Window))
+        if not windows:
+            return node, exprs
+        partitions: list[set[str]] = []
+        for w in windows:
+            if w.args.get("spec") is not None and w.args["spec"].args.get("kind"):
+                pass  # frames are fine: the whole partition is recomputed
+            partitions.append({p.sql("spark") for p in (w.args.get("partition_by") or [])})
+        common = set.intersection(*partitions) if partitions else set()
+        first = windows[0].args.get("partition_by") or []
+        partition_by = tuple(p for p in first if p.sql("spark") in common)
+        func_cols = tuple(self.fresh() for _ in windows)
+        window_node = Window(node, partition_by, tuple(w.copy() for w in windows), func_cols)
+        mapping = {id(w): c for w, c in zip(windows, func_cols, strict=True)}
+
+        def replace(n: exp.Expression) -> exp.Expression:
+            if isinstance(n, exp.Window) and id(n) in mapping:
+                return col(mapping[id(n)])
+            return n
+
+        return window_node, [e.transform(replace, copy=False) for e in exprs]
+
+    # -- expressions ---------------------------------------------------------------------------
+    def expr(self, e: exp.Expression, scope: Scope) -> exp.Expression:
+        """Rewrite column references to internal names."""
+
+        def fn(n: exp.Expression) -> exp.Expression:
+            if isinstance(n, exp.Column):
+                key = (n.table.lower(), n.name.lower())
+                if key not in scope:
+                    raise NotIncremental("UNRESOLVED_QUERY", "column", f"cannot resolve {n.sql('spark')}")
+                return col(scope[key])
+            if isinstance(n, (exp.Subquery, exp.Exists)):
+                raise NotIncremental("SUBQUERY_EXPRESSION", "expression", f"subquery in {e.sql('spark')[:60]}")
+            return n
+
+        return e.copy().transform(fn, copy=False)
+
+
+def rewrite_tree(
+    root: exp.Expression, fn: Callable[[exp.Expression], exp.Expression | None]
+) -> exp.Expression:
+    """Copy of ``root`` where every node for which ``fn`` returns a replacement is
+    replaced, without descending into replacements (unlike sqlglot's transform, which
+    would also rewrite inside them)."""
+    root = root.copy()
+    replaced = fn(root)
+    if replaced is not None:
+        return replaced
+
+    def visit(node: exp.Expression) -> None:
+        for child in list(node.iter_expressions()):
+            new = fn(child)
+            if new is not None:
+                child.replace(new)
+            else:
+                visit(child)
+
+    visit(root)
+    return root
+
+
+def _conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
+    if e is None:
+        return []
+    if isinstance(e, exp.And):
+        return _conjuncts(e.this) + _conjuncts(e.expression)
+    if isinstance(e, exp.Paren):
+        return _conjuncts(e.this)
+    return [e]
+
+
+def _within(e: exp.Expression, scope: Scope) -> bool:
+    cols = list(e.find_all(exp.Column))
+    return bool(cols) and all((c.table.lower(), c.name.lower()) in scope for c in cols)
+
+
+def _aggregates(e: exp.Expression) -> bool:
+    for n in e.find_all(exp.AggFunc):
+        if not any(isinstance(p, exp.Window) for p in _ancestors(n)):
+            return True
+    return False
+
+
+def _ancestors(n: exp.Expression) -> list[exp.Expression]:
+    out = []
+    parent = n.parent
+    while parent is not None:
+        out.append(parent)
+        parent = parent.parent
+    return out
+
+
+def _correlated(query: exp.Expression, scope: Scope) -> bool:
+    inner_aliases = {t.alias_or_name.lower() for t in query.find_all(exp.Table)}
+    inner_aliases |= {s.alias_or_name.lower() for s in query.find_all(exp.Subquery)}
+    outer_aliases = {a for a, _ in scope}
+    return any(
+        c.table and c.table.lower() in outer_aliases and c.table.lower() not in inner_aliases
+        for c in query.find_all(exp.Column)
+    )

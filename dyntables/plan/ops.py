@@ -1,0 +1,184 @@
+"""The operator tree a dynamic table's query compiles to: small frozen data.
+
+Every node names its output columns with internal names that are unique in the whole
+plan (``c0``, ``c1``, ...), so SQL rendered from any node can be nested without
+ambiguity. Expressions are sqlglot trees whose column references are those names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from dyntables.sql.tokens import TableName
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    @property
+    def columns(self) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    @property
+    def children(self) -> tuple[Node, ...]:
+        return ()
+
+    @property
+    def label(self) -> str:
+        return type(self).__name__
+
+
+@dataclass(frozen=True, eq=False)
+class Scan(Node):
+    table: TableName
+    source_columns: tuple[str, ...]
+    out: tuple[str, ...]
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return self.out
+
+    @property
+    def label(self) -> str:
+        return f"Scan {self.table}"
+
+
+@dataclass(frozen=True, eq=False)
+class Filter(Node):
+    child: Node
+    predicate: exp.Expression
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return self.child.columns
+
+    @property
+    def children(self) -> tuple[Node, ...]:
+        return (self.child,)
+
+
+@dataclass(frozen=True, eq=False)
+class Project(Node):
+    child: Node
+    exprs: tuple[exp.Expression, ...]
+    out: tuple[str, ...]
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return self.out
+
+    @property
+    def children(self) -> tuple[Node, ...]:
+        return (self.child,)
+
+
+JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti")
+
+
+@dataclass(frozen=True, eq=False)
+class Join(Node):
+    kind: str
+    left: Node
+    right: Node
+    left_keys: tuple[exp.Expression, ...]
+    right_keys: tuple[exp.Expression, ...]
+    residual: exp.Expression | None = None
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        if self.kind in ("semi", "anti"):
+            return self.left.columns
+        return self.left.columns + self.right.columns
+
+    @property
+    def children(self) -> tuple[Node, ...]:
+        return (self.left, self.right)
+
+    @property
+    def label(self) -> str:
+        return f"Join {self.kind.upper()}"
+
+
+AGG_FUNCS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct")
+
+
+@dataclass(frozen=True, eq=False)
+class AggCall:
+    func: str
+    arg: exp.Expression | None
+    column: str
+
+
+@dataclass(frozen=True, eq=False)
+class Aggregate(Node):
+    """GROUP BY keys (or a global aggregate when ``keys`` is empty)."""
+
+    child: Node
+    keys: tuple[exp.Expression, ...]
+    key_columns: tuple[str, ...]
+    aggs: tuple[AggCall, ...] = field(default_factory=tuple)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return self.key_columns + tuple(a.column for a in self.aggs)
+
+    @property
+    def children(self) -> tuple[Node, ...]:
+        return (self.child,)
+
+    @property
+    def is_global(self) -> bool:
+        return not self.keys
+
+
+@dataclass(frozen=True, eq=False)
+class UnionAll(Node):
+    inputs: tuple[Node, ...]
+    out: tuple[str, ...]
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return self.out
+
+    @property
+    def children(self) -> tuple[Node, ...]:
+        return self.inputs
+
+
+@dataclass(frozen=True, eq=False)
+class Window(Node):
+    """Window functions over ``child``; ``partition_by`` is what every function shares."""
+
+    child: Node
+    partition_by: tuple[exp.Expression, ...]
+    funcs: tuple[exp.Expression, ...]
+    func_columns: tuple[str, ...]
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return self.child.columns + self.func_columns
+
+    @property
+    def children(self) -> tuple[Node, ...]:
+        return (self.child,)
+
+
+def walk_post_order(node: Node) -> list[Node]:
+    out: list[Node] = []
+
+    def visit(n: Node) -> None:
+        for child in n.children:
+            visit(child)
+        out.append(n)
+
+    visit(node)
+    return out
+
+
+def scans(node: Node) -> list[Scan]:
+    return [n for n in walk_post_order(node) if isinstance(n, Scan)]
+
+
+def col(name: str) -> exp.Column:
+    return exp.column(name)

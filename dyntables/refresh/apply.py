@@ -1,0 +1,89 @@
+"""Applying a Z-set delta to the dynamic table, with exact bag semantics.
+
+The table has exactly the query's columns, no hidden key. So a row value with net
+weight +n gets n more copies (an append), and a value with net weight -n has all its
+copies replaced by (current - n) copies, in a single MERGE. A value whose copies would
+go negative means the table and the delta disagree: the MERGE fails with
+``INCONSISTENT`` and the refresh falls back to FULL instead of writing a wrong table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlglot import exp
+
+from dyntables.ivm.sqlb import W, null_safe_eq_all, raise_error
+
+INCONSISTENT = "dyntables: dynamic table and delta disagree"
+
+
+@dataclass(frozen=True)
+class Applied:
+    rows_inserted: int
+    rows_deleted: int
+
+
+def _q(name: str) -> str:
+    return f"`{name}`"
+
+
+def apply_delta(spark: Any, table_sql: str, columns: list[str], delta_sql: str, view_prefix: str) -> Applied:
+    cols = ", ".join(_q(c) for c in columns)
+    consolidated = spark.sql(
+        f"SELECT {cols}, CAST(SUM({W}) AS BIGINT) AS {W} FROM ({delta_sql}) _d GROUP BY {cols} HAVING SUM({W}) <> 0"
+    )
+    from pyspark import StorageLevel
+
+    consolidated = consolidated.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        view = f"{view_prefix}_apply"
+        consolidated.createOrReplaceTempView(view)
+        row = spark.sql(
+            f"SELECT COALESCE(SUM(IF({W} > 0, {W}, 0)), 0) AS ins, COALESCE(SUM(IF({W} < 0, -{W}, 0)), 0) AS del, "
+            f"COUNT_IF({W} < 0) AS neg_values FROM {view}"
+        ).first()
+        inserted, deleted, negatives = int(row["ins"]), int(row["del"]), int(row["neg_values"])
+        if inserted == 0 and deleted == 0:
+            return Applied(0, 0)
+        if negatives == 0:
+            spark.sql(
+                f"INSERT INTO {table_sql} SELECT {cols} FROM "
+                f"(SELECT *, explode(sequence(1, {W})) AS __i FROM {view}) _x"
+            )
+            return Applied(inserted, deleted)
+        _merge(spark, table_sql, columns, view)
+        return Applied(inserted, deleted)
+    finally:
+        consolidated.unpersist()
+
+
+def _merge(spark: Any, table_sql: str, columns: list[str], view: str) -> None:
+    cols = ", ".join(_q(c) for c in columns)
+    match = null_safe_eq_all([exp.column(c, "v") for c in columns], [exp.column(c, "t") for c in columns]).sql("spark")
+    # current copies of every value that loses copies
+    current = (
+        f"SELECT v.*, COUNT(t._one) AS _cur FROM (SELECT * FROM {view} WHERE {W} < 0) v "
+        f"LEFT JOIN (SELECT *, 1 AS _one FROM {table_sql}) t ON {match} GROUP BY ALL"
+    )
+    survivors = exp.Add(this=exp.column("_cur"), expression=exp.column(W))
+    checked = exp.If(
+        this=exp.LT(this=survivors, expression=exp.Literal.number(0)),
+        true=raise_error(INCONSISTENT),
+        false=survivors.copy(),
+    ).sql("spark")
+    source = (
+        f"SELECT {cols}, 'D' AS _op FROM {view} WHERE {W} < 0 "
+        f"UNION ALL SELECT {cols}, 'I' AS _op FROM (SELECT *, explode(sequence(1, _n)) AS __i FROM "
+        f"(SELECT *, {checked} AS _n FROM ({current}) _c) _k WHERE _n > 0) _e "
+        f"UNION ALL SELECT {cols}, 'I' AS _op FROM (SELECT *, explode(sequence(1, {W})) AS __i FROM {view} "
+        f"WHERE {W} > 0) _p"
+    )
+    on = null_safe_eq_all([exp.column(c, "t") for c in columns], [exp.column(c, "s") for c in columns]).sql("spark")
+    names = ", ".join(_q(c) for c in columns)
+    values = ", ".join(f"s.{_q(c)}" for c in columns)
+    spark.sql(
+        f"MERGE INTO {table_sql} t USING ({source}) s ON s._op = 'D' AND {on} "
+        f"WHEN MATCHED THEN DELETE WHEN NOT MATCHED AND s._op = 'I' THEN INSERT ({names}) VALUES ({values})"
+    )

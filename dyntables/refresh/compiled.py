@@ -1,0 +1,136 @@
+"""Executing a compiled plan: sources, stateful aggregates, FULL builds, deltas.
+
+The pure rules (:mod:`dyntables.ivm`) say *what* to compute; this module binds them to
+a refresh: which snapshot each source is read at, which temp views hold the source
+deltas, where each aggregate's state lives, and it runs the statements in the
+refresh's WAP-staged session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+from dyntables.catalog.iceberg import load_table
+from dyntables.ivm import aggregate as agg
+from dyntables.ivm.rules import NEW, OLD, Materialized, Renderer
+from dyntables.ivm.sqlb import W, alias, col, select, sub
+from dyntables.plan.build import Plan
+from dyntables.plan.ops import Aggregate, Node, Scan, walk_post_order
+from dyntables.sql.tokens import TableName
+
+SYSTEM_NAMESPACE = "dyntables_sys"
+
+
+def aggregate_nodes(plan: Plan) -> list[tuple[str, Aggregate]]:
+    """Stateful nodes in execution order, with stable keys ("agg0", ...)."""
+    nodes = [n for n in walk_post_order(plan.root) if isinstance(n, Aggregate)]
+    return [(f"agg{i}", n) for i, n in enumerate(nodes)]
+
+
+def table_ref(name: TableName, snapshot: int | None) -> exp.Expression:
+    table = exp.to_table(name.sql(), dialect="spark")
+    if snapshot is not None:
+        table.set("version", exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(snapshot)))
+    return table
+
+
+@dataclass
+class BoundSources:
+    """Binds Scan nodes to snapshots and delta views for one refresh."""
+
+    spark: Any
+    old: Mapping[str, int | None]
+    new: Mapping[str, int | None]
+    delta_views: Mapping[str, str] = field(default_factory=dict)
+    _types: dict[int, dict[str, str]] = field(default_factory=dict)
+    renderer: Renderer | None = None
+
+    def scan_rel(self, scan: Scan, version: str) -> exp.Query:
+        snapshot = (self.old if version == OLD else self.new)[str(scan.table)]
+        items = [alias(col(s), c) for s, c in zip(scan.source_columns, scan.out, strict=True)]
+        q = select(items, table_ref(scan.table, snapshot))
+        return q if snapshot is not None else q.where(exp.false())
+
+    def scan_delta(self, scan: Scan) -> exp.Query | None:
+        view = self.delta_views.get(str(scan.table))
+        if view is None:
+            return None
+        items = [alias(col(s), c) for s, c in zip(scan.source_columns, scan.out, strict=True)] + [col(W)]
+        return select(items, view)
+
+    def column_types(self, node: Node) -> Mapping[str, str]:
+        if id(node) not in self._types:
+            assert self.renderer is not None
+            schema = self.spark.sql(self.renderer.rel(node, NEW).sql("spark")).schema
+            self._types[id(node)] = {f.name: f.dataType.simpleString() for f in schema.fields}
+        return self._types[id(node)]
+
+
+def avg_types(spark: Any, renderer: Renderer, node: Aggregate) -> dict[str, str]:
+    """Spark's result type of each AVG (exact DECIMAL averages depend on it)."""
+    calls = [c for c in node.aggs if c.func == "avg"]
+    if not calls:
+        return {}
+    q = select([alias(exp.Avg(this=c.arg.copy()), c.column) for c in calls], sub(renderer.rel(node.child, NEW)))  # type: ignore[union-attr]
+    return {f.name: f.dataType.simpleString() for f in spark.sql(q.sql("spark")).schema.fields}
+
+
+def state_table_name(catalog: str, dt_id: str, key: str, generation: str) -> TableName:
+    return TableName((catalog, SYSTEM_NAMESPACE, f"st_{dt_id[:12]}_{key}_{generation[-12:]}"))
+
+
+def output_sql(plan: Plan, renderer: Renderer, columns: list[str], version: str = NEW) -> str:
+    """The plan's rows in the dynamic table's column order and names."""
+    q = select([alias(col(c), name) for c, name in zip(plan.root.columns, columns, strict=True)], sub(renderer.rel(plan.root, version)))
+    return q.sql("spark")
+
+
+def delta_output_sql(plan: Plan, renderer: Renderer, columns: list[str]) -> str | None:
+    d = renderer.delta(plan.root)
+    if d is None:
+        return None
+    items = [alias(col(c), name) for c, name in zip(plan.root.columns, columns, strict=True)] + [col(W)]
+    return select(items, sub(d)).sql("spark")
+
+
+def full_build(
+    spark: Any,
+    plan: Plan,
+    catalog: str,
+    dt_id: str,
+    generation: str,
+    new: Mapping[str, int | None],
+    columns: list[str],
+) -> tuple[str, dict[str, dict[str, object]]]:
+    """Build fresh state tables for every aggregate (CTAS) and return the SQL of the
+    table's contents computed *from that state*, so later deltas derived from the state
+    match the stored rows exactly (including DOUBLE sums)."""
+    sources = BoundSources(spark, old=new, new=new)
+    renderer = Renderer(sources)
+    sources.renderer = renderer
+    states: dict[str, dict[str, object]] = {}
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{catalog}`.`{SYSTEM_NAMESPACE}`")
+    for key, node in aggregate_nodes(plan):
+        name = state_table_name(catalog, dt_id, key, generation)
+        build = agg.build_sql(node, renderer.rel(node.child, NEW)).sql("spark")
+        # WAP is enabled only after the build, so the CTAS itself commits (not staged)
+        spark.sql(f"CREATE TABLE {name.sql()} USING iceberg TBLPROPERTIES ('dyntables.state_of'='{dt_id}') AS {build}")
+        spark.sql(f"ALTER TABLE {name.sql()} SET TBLPROPERTIES ('write.wap.enabled'='true')")
+        table = load_table(spark, name)
+        snapshot = table.current_snapshot_id() if table else None
+        states[key] = {"table": str(name), "snapshot": snapshot}
+        finalized = agg.finalized(node, select(["*"], table_ref(name, snapshot)), avg_types(spark, renderer, node))
+        renderer.materialized[id(node)] = Materialized(finalized, finalized.copy(), None)
+    return output_sql(plan, renderer, columns), states
+
+
+def drop_state_tables(spark: Any, tables: list[str]) -> None:
+    for name in tables:
+        try:
+            spark.sql(f"DROP TABLE IF EXISTS {TableName(tuple(name.split('.'))).sql()} PURGE")
+        except Exception:  # best effort: an orphan costs disk, never correctness
+            pass

@@ -1,0 +1,143 @@
+"""INCREMENTAL refresh: read the source deltas, push them through the compiled plan,
+update aggregate state, and apply the resulting delta to the table. Every write is
+WAP-staged; the runner publishes state tables, then the table (the commit point)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from dyntables.catalog.iceberg import load_table
+from dyntables.ivm import aggregate as agg
+from dyntables.ivm.rules import NEW, Materialized, Renderer
+from dyntables.ivm.sqlb import select, sub
+from dyntables.plan.build import Plan
+from dyntables.refresh import faults
+from dyntables.refresh.apply import Applied, apply_delta
+from dyntables.refresh.changes import NONE, Capture, read_changes
+from dyntables.refresh.compiled import (
+    BoundSources,
+    aggregate_nodes,
+    avg_types,
+    delta_output_sql,
+    table_ref,
+)
+from dyntables.sql.tokens import TableName
+
+if TYPE_CHECKING:
+    from dyntables.refresh.runner import RefreshContext, WriteResult
+
+
+class StateMissingError(Exception):
+    """An aggregate's state table is gone; the refresh must rebuild (FULL)."""
+
+
+def _short(name: str) -> str:
+    return name.split(".")[-1]
+
+
+def incremental_refresh(
+    ctx: RefreshContext, plan: Plan, captures: Mapping[str, Capture], columns: list[str], source_columns: Mapping[str, list[str]]
+) -> WriteResult:
+    from pyspark import StorageLevel
+
+    from dyntables.refresh.runner import WriteResult
+
+    spark = ctx.spark
+    previous = ctx.previous
+    assert previous is not None
+    cached: list[Any] = []
+    views: list[str] = []
+    prefix = f"_dt_{ctx.job_id[-12:]}"
+    try:
+        states = {k: dict(v) for k, v in previous.state_tables.items()}
+        _recover_state(spark, states)
+        delta_views: dict[str, str] = {}
+        for i, (name, capture) in enumerate(sorted(captures.items())):
+            ctx.stats[f"capture.{_short(name)}"] = capture.method or "none"
+            if capture.method == NONE:
+                ctx.stats[f"rows_read.{_short(name)}"] = 0
+                continue
+            df = read_changes(
+                spark, name, source_columns[name], capture, previous.sources[name], ctx.pinned[name]
+            ).persist(StorageLevel.MEMORY_AND_DISK)
+            cached.append(df)
+            view = f"{prefix}_src{i}"
+            df.createOrReplaceTempView(view)
+            views.append(view)
+            delta_views[name] = view
+            ctx.stats[f"rows_read.{_short(name)}"] = df.count()
+        faults.reach("after_read_changes")
+        sources = BoundSources(
+            spark,
+            old={k: v.snapshot for k, v in previous.sources.items()},
+            new={k: v.snapshot for k, v in ctx.pinned.items()},
+            delta_views=delta_views,
+        )
+        renderer = Renderer(sources)
+        sources.renderer = renderer
+        publish_first: list[tuple[TableName, int]] = []
+        for key, node in aggregate_nodes(plan):
+            info = states[key]
+            name = TableName(tuple(str(info["table"]).split(".")))
+            before = int(info["snapshot"]) if info["snapshot"] is not None else None
+            state_old = select(["*"], table_ref(name, before))
+            averages = avg_types(spark, renderer, node)
+            old_rel = agg.finalized(node, state_old, averages)
+            child_delta = renderer.delta(node.child)
+            if child_delta is None:
+                renderer.materialized[id(node)] = Materialized(old_rel, old_rel.copy(), None)
+                continue
+            state_types = {f.name: f.dataType.simpleString() for f in spark.table(name.sql()).schema.fields}
+            change = spark.sql(agg.change_sql(node, child_delta, state_old, state_types).sql("spark"))
+            change = change.persist(StorageLevel.MEMORY_AND_DISK)
+            cached.append(change)
+            change_view = f"{prefix}_{key}_chg"
+            change.createOrReplaceTempView(change_view)
+            views.append(change_view)
+            flags = agg.recompute_flags(node)
+            if flags and change.where(" OR ".join(flags)).limit(1).count() > 0:
+                recompute_view = f"{prefix}_{key}_rec"
+                spark.sql(agg.recompute_sql(node, renderer.rel(node.child, NEW), change_view).sql("spark")).createOrReplaceTempView(recompute_view)
+                views.append(recompute_view)
+                patched = spark.sql(agg.patch_sql(node, change_view, recompute_view).sql("spark")).persist(
+                    StorageLevel.MEMORY_AND_DISK
+                )
+                cached.append(patched)
+                change_view = f"{prefix}_{key}_chg2"
+                patched.createOrReplaceTempView(change_view)
+                views.append(change_view)
+                ctx.stats[f"{key}.minmax_recomputed_groups"] = patched.where(" OR ".join(flags)).count()
+            spark.sql(agg.merge_statement(node, name.sql(), change_view))
+            staged = load_table(spark, name)
+            snap = staged.staged_snapshot(ctx.job_id) if staged is not None else None
+            after = snap.snapshot_id if snap is not None else before
+            if snap is not None:
+                publish_first.append((name, snap.snapshot_id))
+            states[key] = {"table": str(name), "snapshot": after}
+            new_rel = agg.finalized(node, select(["*"], table_ref(name, after)), averages)
+            out = agg.output_delta_sql(node, change_view, averages)
+            renderer.materialized[id(node)] = Materialized(old_rel, new_rel, select(["*"], sub(out)))
+        faults.reach("after_compute")
+        delta_sql = delta_output_sql(plan, renderer, columns)
+        applied = Applied(0, 0)
+        if delta_sql is not None:
+            applied = apply_delta(spark, ctx.dt.name.sql(), columns, delta_sql, prefix)
+        return WriteResult(applied.rows_inserted, applied.rows_deleted, state_tables=states, publish_first=publish_first)
+    finally:
+        for df in cached:
+            df.unpersist()
+        for view in views:
+            spark.catalog.dropTempView(view)
+
+
+def _recover_state(spark: Any, states: dict[str, dict[str, object]]) -> None:
+    """Undo state published by a refresh that crashed before its table commit."""
+    for info in states.values():
+        name = TableName(tuple(str(info["table"]).split(".")))
+        table = load_table(spark, name)
+        if table is None:
+            raise StateMissingError(f"state table {name} is missing")
+        recorded = info["snapshot"]
+        if recorded is not None and table.current_snapshot_id() != int(recorded):  # type: ignore[call-overload]
+            table.rollback_to(int(recorded))  # type: ignore[call-overload]
