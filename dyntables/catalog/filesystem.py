@@ -26,9 +26,11 @@ class FileSystem:
         if not fs.rename(jsrc, jdst):
             raise OSError(f"could not move {src} to {dst}")
 
-    def write_text(self, path: str, text: str) -> None:
+    def write_text(self, path: str, text: str, overwrite: bool = True) -> None:
+        """Write a small file; with ``overwrite=False`` the create is atomic and fails if
+        the file exists (that is what the refresh lease relies on)."""
         jpath, fs = self._path(path)
-        out = fs.create(jpath, True)
+        out = fs.create(jpath, overwrite)
         try:
             out.write(bytearray(text.encode("utf-8")))
         finally:
@@ -42,6 +44,10 @@ class FileSystem:
         finally:
             stream.close()
         return bytes(data).decode("utf-8")
+
+    def modified_seconds(self, path: str) -> float:
+        jpath, fs = self._path(path)
+        return float(fs.getFileStatus(jpath).getModificationTime()) / 1000.0
 
     def list_dirs(self, path: str) -> list[str]:
         jpath, fs = self._path(path)

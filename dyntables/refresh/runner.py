@@ -9,7 +9,6 @@ refresh starts from the recorded snapshots: nothing lost, nothing applied twice.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from dyntables.refresh.history import (
     stats_json,
 )
 from dyntables.refresh.ids import new_job_id, now_ms
+from dyntables.refresh.locks import RefreshLocks
 from dyntables.sql.tokens import TableName
 
 if TYPE_CHECKING:
@@ -80,35 +80,21 @@ class WriteResult:
 Executor = Callable[[RefreshContext], WriteResult]
 
 
-class _Locks:
-    """One refresh of a table at a time within this process."""
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._locks: dict[str, threading.Lock] = {}
-
-    def get(self, key: str) -> threading.Lock:
-        with self._guard:
-            return self._locks.setdefault(key, threading.Lock())
-
-
 class Refresher:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
         self.spark = registry.spark
         self.history = registry.history
-        self._locks = _Locks()
+        self.locks = RefreshLocks(self.spark, registry.system_root)
 
     def refresh(
         self, dt: DynamicTableDef, trigger: str = MANUAL, *, force_full: bool = False, wait: bool = True
     ) -> RefreshOutcome:
-        lock = self._locks.get(dt.dt_id)
-        if not lock.acquire(blocking=wait):
+        lease = self.locks.acquire(dt.dt_id, wait=wait)
+        if lease is None:
             raise RefreshConflictError(f"dynamic table {dt.name} is being refreshed right now; try again")
-        try:
+        with lease:
             return self._refresh_locked(dt, trigger, force_full)
-        finally:
-            lock.release()
 
     # -- the steps -----------------------------------------------------------------------
     def _refresh_locked(self, dt: DynamicTableDef, trigger: str, force_full: bool) -> RefreshOutcome:

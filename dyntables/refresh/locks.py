@@ -1,0 +1,110 @@
+"""One refresh of a table at a time: within a process (threads of a scheduler, a
+manual REFRESH) and across processes sharing a catalog (two schedulers, a CLI).
+
+Across processes the lock is a lease file created atomically (create-if-absent) in the
+warehouse's system folder and kept fresh by a heartbeat; a lease whose heartbeat stopped
+(its holder died) is taken over after ``stale_after`` seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from typing import Any
+
+from dyntables.catalog.filesystem import FileSystem
+
+HEARTBEAT_SECONDS = 5.0
+STALE_AFTER_SECONDS = 30.0
+
+
+class Lease:
+    def __init__(self, locks: RefreshLocks, key: str, path: str | None) -> None:
+        self._locks = locks
+        self.key = key
+        self.path = path
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if path is not None:
+            self._thread = threading.Thread(target=self._beat, name=f"lease-{key[:8]}", daemon=True)
+            self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(HEARTBEAT_SECONDS):
+            try:
+                self._locks._write(self.path, overwrite=True)  # type: ignore[arg-type]
+            except Exception:
+                pass
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=HEARTBEAT_SECONDS * 2)
+        if self.path is not None:
+            try:
+                self._locks.fs.delete(self.path)
+            except Exception:
+                pass
+        self._locks._local(self.key).release()
+
+    def __enter__(self) -> Lease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+class RefreshLocks:
+    def __init__(self, spark: Any, root: str | None, stale_after: float = STALE_AFTER_SECONDS) -> None:
+        self.fs = FileSystem(spark)
+        self.root = root.rstrip("/") + "/_locks" if root else None
+        self.stale_after = stale_after
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._guard = threading.Lock()
+        self._threads: dict[str, threading.Lock] = {}
+
+    def _local(self, key: str) -> threading.Lock:
+        with self._guard:
+            return self._threads.setdefault(key, threading.Lock())
+
+    def acquire(self, key: str, wait: bool = True, timeout: float | None = None) -> Lease | None:
+        """A lease on ``key``, or None if ``wait`` is false / ``timeout`` passed."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        local = self._local(key)
+        if not local.acquire(blocking=wait, timeout=-1 if timeout is None or not wait else timeout):
+            return None
+        if self.root is None:
+            return Lease(self, key, None)
+        path = f"{self.root}/{key}.lock"
+        while True:
+            if self._try_create(path):
+                return Lease(self, key, path)
+            if not wait or (deadline is not None and time.monotonic() >= deadline):
+                local.release()
+                return None
+            time.sleep(0.2)
+
+    def _try_create(self, path: str) -> bool:
+        try:
+            self._write(path, overwrite=False)
+            return True
+        except Exception:
+            pass
+        try:  # held: take it over only if its heartbeat stopped
+            age = time.time() - self.fs.modified_seconds(path)
+        except Exception:
+            return False
+        if age > self.stale_after:
+            try:
+                self.fs.delete(path)
+            except Exception:
+                return False
+        return False
+
+    def _write(self, path: str, overwrite: bool) -> None:
+        body = json.dumps({"owner": self.owner, "time": time.time()})
+        self.fs.write_text(path, body, overwrite=overwrite)
