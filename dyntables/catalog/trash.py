@@ -76,8 +76,10 @@ class Trash:
         candidates = [d for d in self.entries() if d.name == str(name)]
         live = [d for d in candidates if not d.expired(now)]
         if not live:
-            hint = "its retention period has passed" if candidates else "no dropped table has that name"
-            raise UndropError(f"cannot UNDROP {name}: {hint}")
+            raise UndropError(
+                f"cannot UNDROP {name}: no dropped table by that name is within its retention period "
+                "(data_retention_days, set with ALTER TABLE ... SET PROPERTIES)"
+            )
         entry = max(live, key=lambda d: d.dropped_ms)
         if self.hadoop:
             self.fs.move(f"{entry.trash}/table", entry.location)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from dyntables.errors import DynTablesError
+
 POINTS = (
     "after_pin_sources",
     "after_read_changes",
@@ -31,5 +33,7 @@ def reach(point: str) -> None:
         _hook(point)
 
 
-class InjectedFault(RuntimeError):
+class InjectedFault(DynTablesError):
     """Raised by test hooks; never by production code."""
+
+    code = "INJECTED_FAULT"

@@ -192,8 +192,12 @@ class Refresher:
 
     def _child_session(self, job_id: str, dt: DynamicTableDef) -> Any:
         """A session of its own: spark.wap.id stages only this refresh's writes, and the
-        job group/pool make the refresh visible (and schedulable) as one unit."""
-        session = self.spark.newSession()
+        job group/pool make the refresh visible (and schedulable) as one unit. It is a
+        clone, so the query sees the same SQL settings (ANSI mode, time zone, ...) as the
+        session that created the table and that users query it from."""
+        from pyspark.sql import SparkSession
+
+        session = SparkSession(self.spark.sparkContext, self.spark._jsparkSession.cloneSession())
         session.conf.set("spark.wap.id", job_id)
         sc = self.spark.sparkContext
         sc.setJobGroup(job_id, f"refresh {dt.name}", interruptOnCancel=True)

@@ -1,0 +1,117 @@
+"""A refresh killed at any step leaves the table before or after it, never between, and
+the next refresh neither loses nor repeats a change."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dyntables import Lakehouse
+from dyntables.refresh import faults
+from tests.conftest import rows
+from tests.oracle import assert_oracle
+
+QUERIES = {
+    "aggregate": "SELECT k, COUNT(*) AS n, SUM(v) AS total, MIN(v) AS lo FROM {src} GROUP BY k",
+    "projection": "SELECT k, v * 2 AS v2 FROM {src} WHERE v > 0",
+}
+
+
+@pytest.fixture
+def fail_at():
+    def install(point: str) -> None:
+        def hook(reached: str) -> None:
+            if reached == point:
+                raise faults.InjectedFault(f"injected at {point}")
+
+        faults.install(hook)
+
+    yield install
+    faults.install(None)
+
+
+@pytest.mark.parametrize("shape", sorted(QUERIES))
+@pytest.mark.parametrize("point", faults.POINTS)
+def test_failure_at_every_step(lh: Lakehouse, unique, fail_at, shape: str, point: str) -> None:
+    src, dt = unique("src"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (k STRING, v INT);
+        INSERT INTO {src} VALUES ('a', 1), ('a', 2), ('b', 5), ('c', 3);
+        CREATE DYNAMIC TABLE {dt} AS {QUERIES[shape].format(src=src)}
+        """
+    )
+    before = rows(lh.sql(f"SELECT * FROM {dt}"))
+    lh.sql(f"INSERT INTO {src} VALUES ('a', 10), ('d', 4); DELETE FROM {src} WHERE v = 1; UPDATE {src} SET k = 'b' WHERE k = 'c'")
+    fail_at(point)
+    with pytest.raises(faults.InjectedFault):
+        lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
+    faults.install(None)
+    after_crash = rows(lh.sql(f"SELECT * FROM {dt}"))
+    if point == "after_publish":
+        assert_oracle(lh, dt)  # the commit happened: the table is after the refresh
+    else:
+        assert after_crash == before  # nothing visible happened
+    history = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
+    assert history.state == "FAILED" and "injected" in history.error_message
+    refreshed = lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first()
+    assert refreshed.refresh_mode == ("NO_DATA" if point == "after_publish" else "INCREMENTAL")
+    assert_oracle(lh, dt)
+    # one more change after recovery: still exact (no doubled or lost change)
+    lh.sql(f"INSERT INTO {src} VALUES ('a', 100)")
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+    assert_oracle(lh, dt)
+
+
+KILLER = textwrap.dedent(
+    """
+    import os, sys
+    from dyntables import Lakehouse
+    from dyntables.refresh import faults
+    point = sys.argv[2]
+    def hook(reached):
+        if reached == point:
+            os._exit(17)
+    with Lakehouse(warehouse=sys.argv[1], conf={"spark.sql.shuffle.partitions": "2"}) as lh:
+        faults.install(hook)
+        lh.sql("REFRESH DYNAMIC TABLE dt")
+    """
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", ["after_write", "after_publish_state"])
+def test_process_killed_mid_refresh(tmp_path: Path, point: str) -> None:
+    """A real kill (os._exit) in another process; this process then finishes the job."""
+    warehouse = tmp_path / "wh"
+    setup = textwrap.dedent(
+        """
+        import sys
+        from dyntables import Lakehouse
+        with Lakehouse(warehouse=sys.argv[1]) as lh:
+            lh.sql("CREATE TABLE src (k STRING, v INT); INSERT INTO src VALUES ('a', 1), ('b', 2);"
+                   "CREATE DYNAMIC TABLE dt AS SELECT k, SUM(v) AS total, COUNT(*) AS n FROM src GROUP BY k;"
+                   "INSERT INTO src VALUES ('a', 5), ('c', 1); DELETE FROM src WHERE k = 'b'")
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    subprocess.run([sys.executable, "-c", setup, str(warehouse)], check=True, env=env, timeout=300)
+    killed = subprocess.run([sys.executable, "-c", KILLER, str(warehouse), point], env=env, timeout=300)
+    assert killed.returncode == 17
+    check = textwrap.dedent(
+        """
+        import sys
+        from dyntables import Lakehouse
+        with Lakehouse(warehouse=sys.argv[1]) as lh:
+            assert sorted(map(tuple, lh.sql("SELECT * FROM dt").collect())) == [("a", 1, 1), ("b", 2, 1)]
+            mode = lh.sql("REFRESH DYNAMIC TABLE dt").first().refresh_mode
+            assert mode == "INCREMENTAL", mode
+            assert sorted(map(tuple, lh.sql("SELECT * FROM dt").collect())) == [("a", 6, 2), ("c", 1, 1)]
+        """
+    )
+    subprocess.run([sys.executable, "-c", check, str(warehouse)], check=True, env=env, timeout=300)

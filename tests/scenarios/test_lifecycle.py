@@ -1,0 +1,286 @@
+"""Dynamic-table lifecycle against real Spark + Iceberg: guards, DROP/UNDROP, dropped
+upstreams, CREATE OR REPLACE, ALTER, SHOW/DESCRIBE, history of failures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dyntables import Lakehouse
+from dyntables.errors import (
+    DynamicTableDmlError,
+    IncrementalNotSupportedError,
+    InvalidOptionError,
+    NonDeterministicQueryError,
+    TableExistsError,
+    TableNotFoundError,
+    UndropError,
+    UseDropDynamicTableError,
+)
+from tests.conftest import rows
+
+
+@pytest.fixture
+def pipeline(lh: Lakehouse, unique):
+    """A source and a grouped dynamic table over it."""
+    src, dt = unique("src"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (k STRING, v INT);
+        INSERT INTO {src} VALUES ('a', 1), ('a', 2), ('b', 5);
+        CREATE DYNAMIC TABLE {dt} REFRESH INTERVAL 1 MINUTE AS SELECT k, SUM(v) AS total FROM {src} GROUP BY k
+        """
+    )
+    return src, dt
+
+
+def test_create_builds_the_table_at_once(lh: Lakehouse, pipeline) -> None:
+    src, dt = pipeline
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("a", 3), ("b", 5)]
+    first = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}'").collect()
+    assert [h.refresh_mode for h in first] == ["FULL"]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "INSERT INTO {dt} VALUES ('z', 1)",
+        "UPDATE {dt} SET total = 0",
+        "DELETE FROM {dt} WHERE k = 'a'",
+        "TRUNCATE TABLE {dt}",
+        "MERGE INTO {dt} t USING (SELECT 'a' AS k) s ON t.k = s.k WHEN MATCHED THEN DELETE",
+        "ALTER TABLE {dt} ADD COLUMN x INT",
+    ],
+)
+def test_dml_on_a_dynamic_table_is_refused_and_changes_nothing(lh: Lakehouse, pipeline, statement: str) -> None:
+    _, dt = pipeline
+    with pytest.raises(DynamicTableDmlError) as err:
+        lh.sql(statement.format(dt=dt))
+    assert dt in err.value.message
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("a", 3), ("b", 5)]
+
+
+def test_drop_table_on_a_dynamic_table_points_to_drop_dynamic_table(lh: Lakehouse, pipeline) -> None:
+    _, dt = pipeline
+    with pytest.raises(UseDropDynamicTableError, match="DROP DYNAMIC TABLE"):
+        lh.sql(f"DROP TABLE {dt}")
+    assert lh.sql(f"SELECT count(*) FROM {dt}").first()[0] == 2
+
+
+@pytest.mark.parametrize(
+    "expression, function",
+    [
+        ("rand()", "RAND"),
+        ("current_timestamp()", "CURRENT_TIMESTAMP"),
+        ("now()", "NOW"),
+        ("current_date()", "CURRENT_DATE"),
+        ("uuid()", "UUID"),
+        ("monotonically_increasing_id()", "MONOTONICALLY_INCREASING_ID"),
+        ("input_file_name()", "INPUT_FILE_NAME"),
+    ],
+)
+def test_non_deterministic_functions_are_refused_at_create(
+    lh: Lakehouse, pipeline, unique, expression: str, function: str
+) -> None:
+    src, _ = pipeline
+    name = unique("nd")
+    with pytest.raises(NonDeterministicQueryError) as err:
+        lh.sql(f"CREATE DYNAMIC TABLE {name} AS SELECT k, {expression} AS x FROM {src}")
+    assert function in err.value.message.upper() and "literal" in err.value.message
+    assert lh.sql(f"SHOW TABLES LIKE '{name}'").count() == 0
+
+
+def test_unknown_source_and_bad_sql_leave_nothing_behind(lh: Lakehouse, unique) -> None:
+    name = unique("orphan")
+    with pytest.raises(TableNotFoundError, match="missing_source"):
+        lh.sql(f"CREATE DYNAMIC TABLE {name} AS SELECT * FROM missing_source")
+    with pytest.raises(Exception) as err:
+        lh.sql(f"CREATE DYNAMIC TABLE {name} AS SELEC 1")
+    assert "\n" not in err.value.one_line()  # type: ignore[attr-defined]
+    assert lh.sql(f"SHOW TABLES LIKE '{name}'").count() == 0
+
+
+def test_refresh_mode_incremental_refuses_a_query_without_delta_rules(lh: Lakehouse, pipeline, unique) -> None:
+    src, _ = pipeline
+    name = unique("topn")
+    with pytest.raises(IncrementalNotSupportedError, match="LIMIT"):
+        lh.sql(f"CREATE DYNAMIC TABLE {name} REFRESH_MODE = INCREMENTAL AS SELECT * FROM {src} ORDER BY v LIMIT 1")
+    assert lh.sql(f"SHOW TABLES LIKE '{name}'").count() == 0
+    # AUTO accepts it, refreshes it FULL and says why
+    lh.sql(f"CREATE DYNAMIC TABLE {name} AS SELECT * FROM {src} ORDER BY v LIMIT 1")
+    lh.sql(f"INSERT INTO {src} VALUES ('c', 0)")
+    refreshed = lh.sql(f"REFRESH DYNAMIC TABLE {name}").first()
+    assert refreshed.refresh_mode == "FULL"
+    latest = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{name}' LIMIT 1").first()
+    assert json.loads(latest.stats)["full_reason"] == "LIMIT"
+    assert rows(lh.sql(f"SELECT * FROM {name}")) == [("c", 0)]
+
+
+def test_drop_and_undrop_restore_data_definition_and_history(lh: Lakehouse, pipeline) -> None:
+    src, dt = pipeline
+    lh.sql(f"INSERT INTO {src} VALUES ('c', 7)")
+    lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
+    lh.sql(f"DROP DYNAMIC TABLE {dt}")
+    with pytest.raises(TableNotFoundError):
+        lh.sql(f"SELECT * FROM {dt}")
+    assert lh.sql(f"SHOW DYNAMIC TABLES LIKE '{dt}'").count() == 0
+    lh.sql(f"DROP DYNAMIC TABLE IF EXISTS {dt}")  # nothing left to drop: fine with IF EXISTS
+    lh.sql(f"UNDROP TABLE {dt}")
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("a", 3), ("b", 5), ("c", 7)]
+    assert lh.sql(f"SHOW DYNAMIC TABLES LIKE '{dt}'").first().refresh_interval == "1 MINUTE"
+    assert lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}'").count() == 2
+    # and it keeps refreshing incrementally from where it was
+    lh.sql(f"INSERT INTO {src} VALUES ('a', 10)")
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("a", 13), ("b", 5), ("c", 7)]
+    with pytest.raises(UndropError):
+        lh.sql(f"UNDROP TABLE {dt}_never_existed")
+
+
+def test_undrop_refuses_when_the_name_is_taken(lh: Lakehouse, pipeline) -> None:
+    src, dt = pipeline
+    lh.sql(f"DROP DYNAMIC TABLE {dt}")
+    lh.sql(f"CREATE DYNAMIC TABLE {dt} AS SELECT k FROM {src}")
+    with pytest.raises(TableExistsError):
+        lh.sql(f"UNDROP TABLE {dt}")
+
+
+def test_retention_zero_days_means_no_undrop(lh: Lakehouse, pipeline) -> None:
+    _, dt = pipeline
+    lh.sql(f"ALTER TABLE {dt} SET PROPERTIES ('data_retention_days'='0')")
+    lh.sql(f"DROP DYNAMIC TABLE {dt}")
+    with pytest.raises(UndropError, match="retention"):
+        lh.sql(f"UNDROP TABLE {dt}")
+
+
+@pytest.mark.parametrize("value", ["91", "-1", "seven"])
+def test_retention_days_must_be_0_to_90(lh: Lakehouse, pipeline, value: str) -> None:
+    _, dt = pipeline
+    with pytest.raises(InvalidOptionError, match="0 to 90"):
+        lh.sql(f"ALTER TABLE {dt} SET PROPERTIES ('data_retention_days'='{value}')")
+
+
+def test_retention_and_time_travel(lh: Lakehouse, pipeline) -> None:
+    src, dt = pipeline
+    lh.sql(f"ALTER TABLE {dt} SET PROPERTIES ('data_retention_days'='7')")
+    props = dict(lh.sql(f"SHOW TBLPROPERTIES {dt}").collect())
+    assert props["history.expire.max-snapshot-age-ms"] == str(7 * 86_400_000)
+    first = lh.sql(f"SELECT snapshot_id FROM public.{dt}.snapshots ORDER BY committed_at").first()[0]
+    lh.sql(f"INSERT INTO {src} VALUES ('b', 1)")
+    lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
+    assert rows(lh.sql(f"SELECT * FROM {dt} VERSION AS OF {first}")) == [("a", 3), ("b", 5)]
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("a", 3), ("b", 6)]
+
+
+def test_dropped_upstream_records_no_data_keeps_data_and_resumes(lh: Lakehouse, pipeline) -> None:
+    src, dt = pipeline
+    lh.sql(f"DROP TABLE {src}")
+    refreshed = lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first()
+    assert refreshed.refresh_mode == "NO_DATA"
+    latest = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
+    assert src in json.loads(latest.stats)["note"]
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("a", 3), ("b", 5)]
+    lh.sql(f"CREATE TABLE {src} (k STRING, v INT); INSERT INTO {src} VALUES ('z', 9)")
+    refreshed = lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first()
+    assert refreshed.refresh_mode == "FULL"  # a new table: its history does not continue the old one
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("z", 9)]
+    latest = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
+    assert json.loads(latest.stats)["full_reason"] == "SOURCE_REPLACED"
+
+
+def test_dropped_upstream_dynamic_table(lh: Lakehouse, pipeline, unique) -> None:
+    src, dt = pipeline
+    top = unique("top")
+    lh.sql(f"CREATE DYNAMIC TABLE {top} AS SELECT count(*) AS groups FROM {dt}")
+    lh.sql(f"DROP DYNAMIC TABLE {dt}")
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {top}").first().refresh_mode == "NO_DATA"
+    assert rows(lh.sql(f"SELECT * FROM {top}")) == [(2,)]
+    lh.sql(f"UNDROP TABLE {dt}")
+    lh.sql(f"INSERT INTO {src} VALUES ('new', 1); REFRESH DYNAMIC TABLE {dt}")
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {top}").first().refresh_mode == "INCREMENTAL"
+    assert rows(lh.sql(f"SELECT * FROM {top}")) == [(3,)]
+
+
+def test_create_or_replace_options_only_keeps_data_and_state(lh: Lakehouse, pipeline) -> None:
+    src, dt = pipeline
+    snapshots = lh.sql(f"SELECT count(*) FROM public.{dt}.snapshots").first()[0]
+    lh.sql(
+        f"CREATE OR REPLACE DYNAMIC TABLE {dt} REFRESH INTERVAL 30 MINUTE VCLUSTER etl "
+        f"AS SELECT k, SUM(v) AS total FROM {src} GROUP BY k"
+    )
+    assert lh.sql(f"SELECT count(*) FROM public.{dt}.snapshots").first()[0] == snapshots
+    shown = lh.sql(f"SHOW DYNAMIC TABLES LIKE '{dt}'").first()
+    assert (shown.refresh_interval, shown.virtual_cluster) == ("30 MINUTE", "ETL")
+    lh.sql(f"INSERT INTO {src} VALUES ('b', 1)")
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("a", 3), ("b", 6)]
+
+
+def test_create_or_replace_with_a_new_query_rebuilds_atomically(lh: Lakehouse, pipeline) -> None:
+    src, dt = pipeline
+    # changing the aggregation logic and a column type: the seeds need DROP + recreate
+    lh.sql(
+        f"CREATE OR REPLACE DYNAMIC TABLE {dt} AS SELECT k, CAST(SUM(v) AS DOUBLE) AS total, "
+        f"AVG(v) AS avg_v, COUNT(*) AS n FROM {src} GROUP BY k"
+    )
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("a", 3.0, 1.5, 2), ("b", 5.0, 5.0, 1)]
+    # a replacement that fails leaves the old table readable and unchanged
+    with pytest.raises(Exception):
+        lh.sql(f"CREATE OR REPLACE DYNAMIC TABLE {dt} AS SELECT k, no_such_column FROM {src}")
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("a", 3.0, 1.5, 2), ("b", 5.0, 5.0, 1)]
+    lh.sql(f"INSERT INTO {src} VALUES ('a', 3)")
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("a", 6.0, 2.0, 3), ("b", 5.0, 5.0, 1)]
+
+
+def test_alter_suspend_resume_and_interval(lh: Lakehouse, pipeline) -> None:
+    _, dt = pipeline
+    lh.sql(f"ALTER DYNAMIC TABLE {dt} SUSPEND")
+    shown = lh.sql(f"SHOW DYNAMIC TABLES LIKE '{dt}'").first()
+    assert shown.state == "SUSPENDED" and shown.suspended_reason
+    lh.sql(f"ALTER DYNAMIC TABLE {dt} RESUME")
+    lh.sql(f"ALTER DYNAMIC TABLE {dt} SET REFRESH INTERVAL 5 SECOND")
+    shown = lh.sql(f"SHOW DYNAMIC TABLES LIKE '{dt}'").first()
+    assert (shown.state, shown.refresh_interval, shown.suspended_reason) == ("ACTIVE", "5 SECOND", None)
+
+
+def test_show_and_describe(lh: Lakehouse, pipeline) -> None:
+    src, dt = pipeline
+    shown = lh.sql(f"SHOW DYNAMIC TABLES LIKE '{dt}'").first()
+    assert shown.refresh_mode == "AUTO" and shown.last_refresh_mode == "FULL"
+    assert shown.last_refresh_state == "SUCCEED"
+    assert shown.data_lag_seconds == 0.0
+    assert shown.source_tables == f"{lh.catalog}.public.{src}"
+    lh.sql(f"INSERT INTO {src} VALUES ('a', 1)")
+    assert lh.sql(f"SHOW DYNAMIC TABLES LIKE '{dt}'").first().data_lag_seconds >= 0.0
+    described = {r.col_name: r for r in lh.sql(f"DESC DYNAMIC TABLE {dt} EXTENDED").collect()}
+    assert described["k"].data_type == "string"
+    assert "SUM(v)" in described["Definition"].data_type
+    assert described["Effective refresh mode"].data_type == "INCREMENTAL"
+    assert "Plan" in described
+    explained = dict((r.item, r.detail) for r in lh.sql(f"EXPLAIN DYNAMIC TABLE {dt}").collect())
+    assert explained["decision"] == "INCREMENTAL"
+    assert "delta sql" in explained
+
+
+def test_a_failed_refresh_is_in_history_and_loses_nothing(lh: Lakehouse, unique) -> None:
+    src, dt = unique("src"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (a INT, b INT);
+        INSERT INTO {src} VALUES (1, 1), (2, 2);
+        CREATE DYNAMIC TABLE {dt} AS SELECT a, b, a / b AS q FROM {src}
+        """
+    )
+    lh.spark.conf.set("spark.sql.ansi.enabled", "true")
+    try:
+        lh.sql(f"INSERT INTO {src} VALUES (3, 0)")
+        with pytest.raises(Exception) as err:
+            lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
+        assert "DIVIDE_BY_ZERO" in str(err.value) or "zero" in str(err.value).lower()
+    finally:
+        lh.spark.conf.set("spark.sql.ansi.enabled", "false")
+    latest = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
+    assert latest.state == "FAILED" and latest.error_message
+    assert rows(lh.sql(f"SELECT a, b FROM {dt}")) == [(1, 1), (2, 2)]
