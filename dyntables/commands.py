@@ -22,6 +22,7 @@ from dyntables.catalog.definition import (
 )
 from dyntables.catalog.iceberg import load_table
 from dyntables.catalog.registry import Registry
+from dyntables.engine.frames import rows_frame
 from dyntables.errors import (
     DynamicTableDmlError,
     DynTablesError,
@@ -274,11 +275,12 @@ class Commands:
     def refresh(self, stmt: RefreshDynamicTable) -> DataFrame:
         dt = self.registry.get(stmt.name)
         out = self.registry.refresher.refresh(dt, MANUAL)
-        return self.spark.createDataFrame(
-            [(out.name.split(".")[-1], out.state, out.refresh_mode, out.rows_inserted, out.rows_deleted,
-              _duration(out.duration_ms), out.job_id)],
+        return rows_frame(
+            self.spark,
             "name string, state string, refresh_mode string, rows_inserted bigint, rows_deleted bigint, "
             "duration string, job_id string",
+            [(out.name.split(".")[-1], out.state, out.refresh_mode, out.rows_inserted, out.rows_deleted,
+              _duration(out.duration_ms), out.job_id)],
         )
 
     # -- SHOW / DESCRIBE -----------------------------------------------------------------
@@ -304,7 +306,7 @@ class Commands:
             "last_refresh_time timestamp, last_refresh_mode string, virtual_cluster string, "
             "source_tables string, data_lag_seconds double, suspended_reason string"
         )
-        base = self.spark.createDataFrame(rows, schema)
+        base = rows_frame(self.spark, schema, rows)
         latest = self.spark.sql(
             "SELECT name AS h_name, schema_name AS h_schema, state AS last_refresh_state, "
             "error_message AS last_error FROM (SELECT *, row_number() OVER (PARTITION BY schema_name, name "
@@ -372,7 +374,7 @@ class Commands:
                 rows.append(("Property", key, value))
             for line in self.registry.planner.explain_lines(dt):
                 rows.append(("Plan", line[0], line[1]))
-        return self.spark.createDataFrame(rows, "col_name string, data_type string, comment string")
+        return rows_frame(self.spark, "col_name string, data_type string, comment string", rows)
 
     def show_history(self, stmt: ShowRefreshHistory) -> DataFrame:
         return self.registry.history.show(stmt.where, stmt.limit)
@@ -380,7 +382,7 @@ class Commands:
     def explain(self, stmt: ExplainDynamicTable) -> DataFrame:
         dt = self.registry.get(stmt.name)
         rows = self.registry.planner.explain_lines(dt)
-        return self.spark.createDataFrame(rows, "item string, detail string")
+        return rows_frame(self.spark, "item string, detail string", rows)
 
     # -- DROP / UNDROP / ALTER -----------------------------------------------------------
     def drop(self, stmt: DropDynamicTable) -> DataFrame:
@@ -436,9 +438,8 @@ class Commands:
         return self._ok()
 
     def _ok(self) -> DataFrame:
-        from pyspark.sql.types import StructType
-
-        return self.spark.createDataFrame([], StructType([]))
+        """What Spark returns for DDL: a frame with no columns (no job, no Python worker)."""
+        return self.spark.range(0).select()
 
 
 def _retention_days(value: str, name: TableName) -> int:

@@ -14,6 +14,34 @@ from typing import Any
 from dyntables.sql.tokens import TableName
 
 
+class _Summary(Mapping[str, str]):
+    """A snapshot summary read key by key: converting a whole Java map costs one py4j
+    round trip per entry, and refreshes only ever need a few keys."""
+
+    def __init__(self, jmap: Any) -> None:
+        self._j = jmap
+        self._cache: dict[str, str | None] = {}
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        if key not in self._cache:
+            value = self._j.get(key)
+            self._cache[key] = None if value is None else str(value)
+        value = self._cache[key]
+        return default if value is None else value
+
+    def __getitem__(self, key: str) -> str:
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(dict(self._j))
+
+    def __len__(self) -> int:
+        return int(self._j.size())
+
+
 @dataclass(frozen=True)
 class SnapshotInfo:
     snapshot_id: int
@@ -62,8 +90,14 @@ class IcebergTable:
         return [_snapshot(s) for s in self._t.snapshots()]
 
     def staged_snapshot(self, wap_id: str) -> SnapshotInfo | None:
-        found = [s for s in self.snapshots() if s.wap_id == wap_id]
-        return found[-1] if found else None
+        """The newest snapshot staged under ``wap_id`` (searched newest first: it is
+        normally the last one, whatever the length of the table's history)."""
+        jlist = self._t.snapshots()
+        candidates = (jlist.get(i) for i in range(jlist.size() - 1, -1, -1))
+        for snap in candidates:
+            if snap.summary().get("wap.id") == wap_id:
+                return _snapshot(snap)
+        return None
 
     def ancestors_between(self, newer: int, older: int | None) -> list[SnapshotInfo] | None:
         """Snapshots after ``older`` up to and including ``newer``, oldest first.
@@ -126,7 +160,7 @@ def _snapshot(snap: Any) -> SnapshotInfo:
         parent_id=int(parent) if parent is not None else None,
         operation=str(snap.operation()),
         timestamp_ms=int(snap.timestampMillis()),
-        summary=dict(snap.summary()),
+        summary=_Summary(snap.summary()),
     )
 
 

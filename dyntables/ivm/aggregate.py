@@ -301,6 +301,20 @@ def merge_statement(node: Aggregate, state_table: str, change_view: str) -> str:
     )
 
 
+def rewrite_statement(node: Aggregate, state_table: str, change_view: str) -> str:
+    """The same update as :func:`merge_statement` as one overwrite of a small state:
+    untouched groups as they were, touched groups with their new state."""
+    lay = layout(node)
+    cols = ", ".join(lay.all_columns)
+    on = null_safe_eq_all([col(k, "s") for k in lay.keys], [col(k, "c") for k in lay.keys]).sql("spark")
+    untouched = f"SELECT {cols} FROM {state_table} s LEFT ANTI JOIN {change_view} c ON {on}"
+    if not node.keys:
+        untouched = f"SELECT {cols} FROM {state_table} s WHERE FALSE"
+    touched = ", ".join([*lay.keys, *(f"n_{v} AS {v}" for v in lay.value_columns)])
+    keep = f" WHERE n_{CNT} <> 0" if node.keys else ""
+    return f"INSERT OVERWRITE {state_table} {untouched} UNION ALL SELECT {touched} FROM {change_view}{keep}"
+
+
 def output_delta_sql(node: Aggregate, change_view: str, avg_types: Mapping[str, str]) -> exp.Query:
     """-old row and +new row of every touched group (identical pairs cancel later)."""
     old = finalized(node, exp.select("*").from_(change_view), avg_types, prefix="o_")

@@ -18,6 +18,11 @@ from dyntables.ivm.sqlb import W, null_safe_eq_all, raise_error
 
 INCONSISTENT = "dyntables: dynamic table and delta disagree"
 
+# Up to this many rows, a table that loses rows is rewritten whole in one job instead of
+# MERGEd: a MERGE costs several jobs plus a join against the table, a rewrite of a small
+# table (an aggregate, a leaderboard) costs one.
+REWRITE_MAX_ROWS = 200_000
+
 
 @dataclass(frozen=True)
 class Applied:
@@ -29,7 +34,9 @@ def _q(name: str) -> str:
     return f"`{name}`"
 
 
-def apply_delta(spark: Any, table_sql: str, columns: list[str], delta_sql: str, view_prefix: str) -> Applied:
+def apply_delta(
+    spark: Any, table_sql: str, columns: list[str], delta_sql: str, view_prefix: str, table_rows: int | None = None
+) -> Applied:
     cols = ", ".join(_q(c) for c in columns)
     consolidated = spark.sql(
         f"SELECT {cols}, CAST(SUM({W}) AS BIGINT) AS {W} FROM ({delta_sql}) _d GROUP BY {cols} HAVING SUM({W}) <> 0"
@@ -53,10 +60,33 @@ def apply_delta(spark: Any, table_sql: str, columns: list[str], delta_sql: str, 
                 f"(SELECT *, explode(sequence(1, {W})) AS __i FROM {view}) _x"
             )
             return Applied(inserted, deleted)
-        _merge(spark, table_sql, columns, view)
+        if table_rows is not None and table_rows <= REWRITE_MAX_ROWS:
+            _rewrite(spark, table_sql, columns, view)
+        else:
+            _merge(spark, table_sql, columns, view)
         return Applied(inserted, deleted)
     finally:
         consolidated.unpersist()
+
+
+def _checked_count(expr: exp.Expression) -> str:
+    return exp.If(
+        this=exp.LT(this=expr, expression=exp.Literal.number(0)), true=raise_error(INCONSISTENT), false=expr.copy()
+    ).sql("spark")
+
+
+def _rewrite(spark: Any, table_sql: str, columns: list[str], view: str) -> None:
+    """New contents = current rows + delta, counted per value, in one overwrite."""
+    cols = ", ".join(_q(c) for c in columns)
+    counted = (
+        f"SELECT {cols}, SUM({W}) AS _n FROM (SELECT {cols}, CAST(1 AS BIGINT) AS {W} FROM {table_sql} "
+        f"UNION ALL SELECT {cols}, {W} FROM {view}) _u GROUP BY {cols}"
+    )
+    checked = _checked_count(exp.column("_n"))
+    spark.sql(
+        f"INSERT OVERWRITE {table_sql} SELECT {cols} FROM (SELECT *, explode(sequence(1, _m)) AS __i FROM "
+        f"(SELECT {cols}, {checked} AS _m FROM ({counted}) _c) _k WHERE _m > 0) _e"
+    )
 
 
 def _merge(spark: Any, table_sql: str, columns: list[str], view: str) -> None:
@@ -67,12 +97,7 @@ def _merge(spark: Any, table_sql: str, columns: list[str], view: str) -> None:
         f"SELECT v.*, COUNT(t._one) AS _cur FROM (SELECT * FROM {view} WHERE {W} < 0) v "
         f"LEFT JOIN (SELECT *, 1 AS _one FROM {table_sql}) t ON {match} GROUP BY ALL"
     )
-    survivors = exp.Add(this=exp.column("_cur"), expression=exp.column(W))
-    checked = exp.If(
-        this=exp.LT(this=survivors, expression=exp.Literal.number(0)),
-        true=raise_error(INCONSISTENT),
-        false=survivors.copy(),
-    ).sql("spark")
+    checked = _checked_count(exp.Add(this=exp.column("_cur"), expression=exp.column(W)))
     source = (
         f"SELECT {cols}, 'D' AS _op FROM {view} WHERE {W} < 0 "
         f"UNION ALL SELECT {cols}, 'I' AS _op FROM (SELECT *, explode(sequence(1, _n)) AS __i FROM "

@@ -13,6 +13,8 @@ from dataclasses import astuple, dataclass, fields
 from datetime import datetime
 from typing import Any
 
+from dyntables.engine.frames import values_sql
+
 SYSTEM_NAMESPACE = "dyntables_sys"
 HISTORY_TABLE = "refresh_history"
 
@@ -99,13 +101,11 @@ class History:
     def append(self, records: Sequence[HistoryRecord]) -> None:
         if not records:
             return
-        from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
-
-        types = {"start_time": TimestampType(), "end_time": TimestampType(), "duration_ms": LongType()}
-        schema = StructType([StructField(f.name, types.get(f.name, StringType())) for f in fields(HistoryRecord)])
+        types = {"start_time": "timestamp", "end_time": "timestamp", "duration_ms": "bigint"}
+        columns = [(f.name, types.get(f.name, "string")) for f in fields(HistoryRecord)]
         with self._lock:
             self.ensure()
-            self.spark.createDataFrame([astuple(r) for r in records], schema).writeTo(self.table).append()
+            self.spark.sql(f"INSERT INTO {self.table} {values_sql(columns, [astuple(r) for r in records])}")
 
     def presented(self):  # -> DataFrame
         self.ensure()

@@ -13,7 +13,7 @@ from dyntables.ivm.rules import NEW, Materialized, Renderer
 from dyntables.ivm.sqlb import select, sub
 from dyntables.plan.build import Plan
 from dyntables.refresh import faults
-from dyntables.refresh.apply import Applied, apply_delta
+from dyntables.refresh.apply import REWRITE_MAX_ROWS, Applied, apply_delta
 from dyntables.refresh.changes import NONE, Capture, read_changes
 from dyntables.refresh.compiled import (
     BoundSources,
@@ -108,7 +108,12 @@ def incremental_refresh(
                 patched.createOrReplaceTempView(change_view)
                 views.append(change_view)
                 ctx.stats[f"{key}.minmax_recomputed_groups"] = patched.where(" OR ".join(flags)).count()
-            spark.sql(agg.merge_statement(node, name.sql(), change_view))
+            state_table = load_table(spark, name)
+            state_rows = state_table.total_records() if state_table is not None else None
+            if state_rows is not None and state_rows <= REWRITE_MAX_ROWS:
+                spark.sql(agg.rewrite_statement(node, name.sql(), change_view))
+            else:
+                spark.sql(agg.merge_statement(node, name.sql(), change_view))
             staged = load_table(spark, name)
             snap = staged.staged_snapshot(ctx.job_id) if staged is not None else None
             after = snap.snapshot_id if snap is not None else before
@@ -122,7 +127,7 @@ def incremental_refresh(
         delta_sql = delta_output_sql(plan, renderer, columns)
         applied = Applied(0, 0)
         if delta_sql is not None:
-            applied = apply_delta(spark, ctx.dt.name.sql(), columns, delta_sql, prefix)
+            applied = apply_delta(spark, ctx.dt.name.sql(), columns, delta_sql, prefix, ctx.table.total_records())
         return WriteResult(applied.rows_inserted, applied.rows_deleted, state_tables=states, publish_first=publish_first)
     finally:
         for df in cached:

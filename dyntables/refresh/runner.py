@@ -199,6 +199,8 @@ class Refresher:
 
         session = SparkSession(self.spark.sparkContext, self.spark._jsparkSession.cloneSession())
         session.conf.set("spark.wap.id", job_id)
+        # an overwrite must replace the whole table, whatever the user's session says
+        session.conf.set("spark.sql.sources.partitionOverwriteMode", "static")
         sc = self.spark.sparkContext
         sc.setJobGroup(job_id, f"refresh {dt.name}", interruptOnCancel=True)
         sc.setLocalProperty("spark.scheduler.pool", dt.vcluster.lower())

@@ -1,0 +1,54 @@
+"""Small result tables (statement results, history rows) built as SQL literals.
+
+``spark.createDataFrame`` of Python rows pickles them and starts Python worker processes
+when the frame is read; a ``VALUES`` list is planned and executed by the JVM alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, date, datetime
+from typing import Any
+
+from sqlglot import exp
+
+Column = tuple[str, str]  # (name, Spark SQL type)
+
+
+def literal(value: Any, type_sql: str) -> exp.Expression:
+    if value is None:
+        return exp.cast(exp.null(), type_sql, dialect="spark")
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, datetime):
+        # an absolute instant, whatever the session time zone
+        aware = value if value.tzinfo else value.replace(tzinfo=UTC)
+        micros = int(aware.timestamp() * 1_000_000)
+        return exp.Anonymous(this="timestamp_micros", expressions=[exp.Literal.number(micros)])
+    if isinstance(value, date):
+        return exp.cast(exp.Literal.string(value.isoformat()), type_sql, dialect="spark")
+    if isinstance(value, (int, float)):
+        return exp.cast(exp.Literal.number(value), type_sql, dialect="spark")
+    return exp.cast(exp.Literal.string(str(value)), type_sql, dialect="spark")
+
+
+def values_sql(columns: Sequence[Column], rows: Sequence[Sequence[Any]]) -> str:
+    """``SELECT ...`` producing exactly ``rows`` with ``columns`` (names and types)."""
+    if not rows:
+        items = [exp.alias_(exp.cast(exp.null(), t, dialect="spark"), n) for n, t in columns]
+        return exp.select(*items).where(exp.false()).sql("spark")
+    selects = [
+        exp.select(*(exp.alias_(literal(v, t), n) for v, (n, t) in zip(row, columns, strict=True)))
+        for row in rows
+    ]
+    query: exp.Query = selects[0]
+    for s in selects[1:]:
+        query = exp.union(query, s, distinct=False)
+    return query.sql("spark")
+
+
+def rows_frame(spark: Any, columns: Sequence[Column] | str, rows: Sequence[Sequence[Any]]):  # noqa: ANN201
+    """A DataFrame of ``rows``; ``columns`` as pairs or a DDL string ("a string, b bigint")."""
+    if isinstance(columns, str):
+        columns = [tuple(part.strip().split(" ", 1)) for part in columns.split(",")]  # type: ignore[misc]
+    return spark.sql(values_sql(columns, rows))  # type: ignore[arg-type]
