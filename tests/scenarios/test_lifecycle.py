@@ -9,7 +9,9 @@ import pytest
 
 from dyntables import Lakehouse
 from dyntables.errors import (
+    AnalysisError,
     DynamicTableDmlError,
+    DynTablesError,
     IncrementalNotSupportedError,
     InvalidOptionError,
     NonDeterministicQueryError,
@@ -95,9 +97,9 @@ def test_unknown_source_and_bad_sql_leave_nothing_behind(lh: Lakehouse, unique) 
     name = unique("orphan")
     with pytest.raises(TableNotFoundError, match="missing_source"):
         lh.sql(f"CREATE DYNAMIC TABLE {name} AS SELECT * FROM missing_source")
-    with pytest.raises(Exception) as err:
+    with pytest.raises(DynTablesError) as err:
         lh.sql(f"CREATE DYNAMIC TABLE {name} AS SELEC 1")
-    assert "\n" not in err.value.one_line()  # type: ignore[attr-defined]
+    assert "\n" not in err.value.one_line()
     assert lh.sql(f"SHOW TABLES LIKE '{name}'").count() == 0
 
 
@@ -226,7 +228,7 @@ def test_create_or_replace_with_a_new_query_rebuilds_atomically(lh: Lakehouse, p
     )
     assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("a", 3.0, 1.5, 2), ("b", 5.0, 5.0, 1)]
     # a replacement that fails leaves the old table readable and unchanged
-    with pytest.raises(Exception):
+    with pytest.raises(AnalysisError):
         lh.sql(f"CREATE OR REPLACE DYNAMIC TABLE {dt} AS SELECT k, no_such_column FROM {src}")
     assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("a", 3.0, 1.5, 2), ("b", 5.0, 5.0, 1)]
     lh.sql(f"INSERT INTO {src} VALUES ('a', 3)")
@@ -276,7 +278,7 @@ def test_a_failed_refresh_is_in_history_and_loses_nothing(lh: Lakehouse, unique)
     lh.spark.conf.set("spark.sql.ansi.enabled", "true")
     try:
         lh.sql(f"INSERT INTO {src} VALUES (3, 0)")
-        with pytest.raises(Exception) as err:
+        with pytest.raises(DynTablesError) as err:
             lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
         assert "DIVIDE_BY_ZERO" in str(err.value) or "zero" in str(err.value).lower()
     finally:
