@@ -68,17 +68,19 @@ def layout(node: Aggregate) -> Layout:
         if call.func in ("min", "max"):
             names["m"] = f"a{j}_m"
         if call.func == "count_distinct":
-            raise ValueError("COUNT(DISTINCT) state is not a per-group column")
+            names["d"] = f"a{j}_d"
         aggs.append((call, names))
     return Layout(tuple(f"k{i}" for i in range(len(node.keys))), tuple(aggs))
 
 
 def supported(node: Aggregate) -> str | None:
     """None when this aggregate can be maintained; else a reason code."""
-    for call in node.aggs:
-        if call.func == "count_distinct":
-            return "COUNT_DISTINCT"
     return None
+
+
+def distinct_calls(node: Aggregate) -> list[tuple[int, AggCall]]:
+    """COUNT(DISTINCT x) calls: each keeps a multiplicity table (keys, v, cnt)."""
+    return [(j, c) for j, c in enumerate(node.aggs) if c.func == "count_distinct"]
 
 
 # -- building state from scratch (FULL) -------------------------------------------------------
@@ -97,10 +99,85 @@ def build_sql(node: Aggregate, child: exp.Query) -> exp.Select:
         if "m" in names:
             fn = exp.Min if call.func == "min" else exp.Max
             items.append(alias(fn(this=arg.copy()), names["m"]))  # type: ignore[union-attr]
+        if "d" in names:
+            items.append(alias(exp.Count(this=exp.Distinct(expressions=[arg.copy()])), names["d"]))  # type: ignore[union-attr]
     q = select(items, sub(child))
     if node.keys:
         q = q.group_by(*(k.copy() for k in node.keys))
     return q
+
+
+def build_distinct_sql(node: Aggregate, call: AggCall, child: exp.Query) -> exp.Select:
+    """Multiplicity of every (group, value) for one COUNT(DISTINCT value)."""
+    lay = layout(node)
+    arg = call.arg
+    assert arg is not None
+    items = [alias(k.copy(), name) for k, name in zip(node.keys, lay.keys, strict=True)]
+    items += [alias(arg.copy(), "v"), alias(exp.Count(this=exp.Star()), CNT)]
+    q = select(items, sub(child)).where(exp.Not(this=exp.Is(this=arg.copy(), expression=exp.null())))
+    return q.group_by(*(k.copy() for k in node.keys), arg.copy())
+
+
+def distinct_change_sql(node: Aggregate, call: AggCall, delta: exp.Query, state: exp.Query) -> exp.Select:
+    """Per touched (group, value): old and new multiplicity."""
+    lay = layout(node)
+    arg = call.arg
+    assert arg is not None
+    d_items = [alias(k.copy(), name) for k, name in zip(node.keys, lay.keys, strict=True)]
+    d_items += [alias(arg.copy(), "v"), alias(exp.Sum(this=col(SIGN)), "d_" + CNT)]
+    dq = (
+        select(d_items, sub(signed_rows(delta)))
+        .where(exp.Not(this=exp.Is(this=arg.copy(), expression=exp.null())))
+        .group_by(*(k.copy() for k in node.keys), arg.copy())
+    )
+    names = [*lay.keys, "v"]
+    on = null_safe_eq_all([col(n, "_d") for n in names], [col(n, "_o") for n in names])
+    old = exp.func("coalesce", col(CNT, "_o"), lit(0))
+    new = exp.Add(this=old.copy(), expression=col("d_" + CNT, "_d"))
+    checked = exp.If(this=exp.LT(this=new, expression=lit(0)), true=raise_error(INCONSISTENT), false=new.copy())
+    items = [alias(col(n, "_d"), n) for n in names] + [alias(old, "o_" + CNT), alias(checked, "n_" + CNT)]
+    return select(items, sub(dq, "_d")).join(sub(select(["*"], sub(state)), "_o"), on=on, join_type="left")
+
+
+def distinct_count_delta_sql(node: Aggregate, call_index: int, change_view: str) -> exp.Select:
+    """Per group: how many values appeared (0 -> n) minus how many vanished (n -> 0)."""
+    lay = layout(node)
+    gained = exp.If(
+        this=exp.and_(exp.EQ(this=col("o_" + CNT), expression=lit(0)), exp.GT(this=col("n_" + CNT), expression=lit(0))),
+        true=lit(1),
+        false=exp.If(
+            this=exp.and_(exp.GT(this=col("o_" + CNT), expression=lit(0)), exp.EQ(this=col("n_" + CNT), expression=lit(0))),
+            true=lit(-1),
+            false=lit(0),
+        ),
+    )
+    items = [alias(col(k), k) for k in lay.keys] + [alias(exp.Sum(this=gained), f"dd{call_index}")]
+    q = select(items, change_view)
+    return q.group_by(*(col(k) for k in lay.keys)) if lay.keys else q
+
+
+def distinct_rewrite_statement(node: Aggregate, table: str, change_view: str) -> str:
+    lay = layout(node)
+    names = [*lay.keys, "v"]
+    cols = ", ".join([*names, CNT])
+    on = null_safe_eq_all([col(n, "s") for n in names], [col(n, "c") for n in names]).sql("spark")
+    return (
+        f"INSERT OVERWRITE {table} SELECT {cols} FROM {table} s LEFT ANTI JOIN {change_view} c ON {on} "
+        f"UNION ALL SELECT {', '.join(names)}, n_{CNT} AS {CNT} FROM {change_view} WHERE n_{CNT} > 0"
+    )
+
+
+def distinct_merge_statement(node: Aggregate, table: str, change_view: str) -> str:
+    lay = layout(node)
+    names = [*lay.keys, "v"]
+    on = null_safe_eq_all([col(n, "t") for n in names], [col(n, "s") for n in names]).sql("spark")
+    src = f"SELECT {', '.join(names)}, n_{CNT} AS {CNT} FROM {change_view}"
+    cols = ", ".join([*names, CNT])
+    values = ", ".join(f"s.{c}" for c in [*names, CNT])
+    return (
+        f"MERGE INTO {table} t USING ({src}) s ON {on} WHEN MATCHED AND s.{CNT} = 0 THEN DELETE "
+        f"WHEN MATCHED THEN UPDATE SET t.{CNT} = s.{CNT} WHEN NOT MATCHED AND s.{CNT} > 0 THEN INSERT ({cols}) VALUES ({values})"
+    )
 
 
 # -- reading state ----------------------------------------------------------------------------
@@ -113,6 +190,8 @@ def finalize(call: AggCall, names: Mapping[str, str], avg_type: str | None, pref
         return col(prefix + CNT)
     if call.func == "count":
         return c["n"]
+    if call.func == "count_distinct":
+        return c["d"]
     has_value = exp.GT(this=c["n"], expression=lit(0))
     if call.func == "sum":
         value: exp.Expression = c["s"]
@@ -184,7 +263,13 @@ def delta_sql(node: Aggregate, delta: exp.Query) -> exp.Select:
     return q
 
 
-def change_sql(node: Aggregate, delta: exp.Query, state: exp.Query, state_types: Mapping[str, str]) -> exp.Select:
+def change_sql(
+    node: Aggregate,
+    delta: exp.Query,
+    state: exp.Query,
+    state_types: Mapping[str, str],
+    distinct_views: Mapping[int, str] | None = None,
+) -> exp.Select:
     """Old (``o_``) and new (``n_``) state of every group the delta touches.
 
     ``r_<m>`` flags groups whose MIN/MAX must be recomputed: a deleted value reached the
@@ -205,7 +290,16 @@ def change_sql(node: Aggregate, delta: exp.Query, state: exp.Query, state_types:
     new_cnt = add(col(CNT, o_alias), col("d_" + CNT, d_alias))
     checked = exp.If(this=exp.LT(this=new_cnt, expression=lit(0)), true=raise_error(INCONSISTENT), false=new_cnt.copy())
     items.append(alias(checked, "n_" + CNT))
-    for call, names in lay.aggs:
+    joins: list[tuple[exp.Expression, exp.Expression]] = []
+    for j, (call, names) in enumerate(lay.aggs):
+        if "d" in names:
+            view = (distinct_views or {})[j]
+            dd_alias = f"_dd{j}"
+            total = add(col(names["d"], o_alias), col(f"dd{j}", dd_alias))
+            items.append(alias(total, "n_" + names["d"]))
+            dd_on = null_safe_eq_all([col(k, d_alias) for k in lay.keys], [col(k, dd_alias) for k in lay.keys])
+            joins.append((exp.to_table(view).as_(dd_alias), dd_on))
+            continue
         if "n" not in names:
             continue
         n_name = names["n"]
@@ -230,7 +324,10 @@ def change_sql(node: Aggregate, delta: exp.Query, state: exp.Query, state_types:
             merged = pick(this=old_m.copy(), expressions=[ins.copy()])
             items.append(alias(exp.If(this=empty.copy(), true=exp.null(), false=merged), "n_" + m_name))
             items.append(alias(exp.and_(recompute, exp.Not(this=empty.copy())), "r_" + m_name))
-    return select(items, dq).join(oq, on=on, join_type="left")
+    q = select(items, dq).join(oq, on=on, join_type="left")
+    for table, dd_on in joins:
+        q = q.join(table, on=dd_on, join_type="left")
+    return q
 
 
 def recompute_flags(node: Aggregate) -> list[str]:

@@ -31,6 +31,15 @@ def aggregate_nodes(plan: Plan) -> list[tuple[str, Aggregate]]:
     return [(f"agg{i}", n) for i, n in enumerate(nodes)]
 
 
+def state_keys(plan: Plan) -> set[str]:
+    """Every state table a plan needs: one per aggregate, one per COUNT(DISTINCT)."""
+    keys: set[str] = set()
+    for key, node in aggregate_nodes(plan):
+        keys.add(key)
+        keys.update(f"{key}_d{j}" for j, _ in agg.distinct_calls(node))
+    return keys
+
+
 def table_ref(name: TableName, snapshot: int | None) -> exp.Expression:
     table = exp.to_table(name.sql(), dialect="spark")
     if snapshot is not None:
@@ -123,6 +132,13 @@ def full_build(
         table = load_table(spark, name)
         snapshot = table.current_snapshot_id() if table else None
         states[key] = {"table": str(name), "snapshot": snapshot}
+        for j, call in agg.distinct_calls(node):
+            dname = state_table_name(catalog, dt_id, f"{key}_d{j}", generation)
+            dbuild = agg.build_distinct_sql(node, call, renderer.rel(node.child, NEW)).sql("spark")
+            spark.sql(f"CREATE TABLE {dname.sql()} USING iceberg TBLPROPERTIES ('dyntables.state_of'='{dt_id}') AS {dbuild}")
+            spark.sql(f"ALTER TABLE {dname.sql()} SET TBLPROPERTIES ('write.wap.enabled'='true')")
+            dtable = load_table(spark, dname)
+            states[f"{key}_d{j}"] = {"table": str(dname), "snapshot": dtable.current_snapshot_id() if dtable else None}
         finalized = agg.finalized(node, select(["*"], table_ref(name, snapshot)), avg_types(spark, renderer, node))
         renderer.materialized[id(node)] = Materialized(finalized, finalized.copy(), None)
     return output_sql(plan, renderer, columns), states

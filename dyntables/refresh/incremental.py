@@ -89,7 +89,35 @@ def incremental_refresh(
                 renderer.materialized[id(node)] = Materialized(old_rel, old_rel.copy(), None)
                 continue
             state_types = {f.name: f.dataType.simpleString() for f in spark.table(name.sql()).schema.fields}
-            change = spark.sql(agg.change_sql(node, child_delta, state_old, state_types).sql("spark"))
+            distinct_views: dict[int, str] = {}
+            for j, call in agg.distinct_calls(node):
+                dkey = f"{key}_d{j}"
+                dname = TableName(tuple(str(states[dkey]["table"]).split(".")))
+                dbefore = states[dkey]["snapshot"]
+                dold = select(["*"], table_ref(dname, int(dbefore) if dbefore is not None else None))  # type: ignore[call-overload]
+                dchange = spark.sql(agg.distinct_change_sql(node, call, child_delta, dold).sql("spark")).persist(
+                    StorageLevel.MEMORY_AND_DISK
+                )
+                cached.append(dchange)
+                dview = f"{prefix}_{dkey}_chg"
+                dchange.createOrReplaceTempView(dview)
+                views.append(dview)
+                ddview = f"{prefix}_{dkey}_dd"
+                spark.sql(agg.distinct_count_delta_sql(node, j, dview).sql("spark")).createOrReplaceTempView(ddview)
+                views.append(ddview)
+                distinct_views[j] = ddview
+                dtable = load_table(spark, dname)
+                drows = dtable.total_records() if dtable is not None else None
+                if drows is not None and drows <= REWRITE_MAX_ROWS:
+                    spark.sql(agg.distinct_rewrite_statement(node, dname.sql(), dview))
+                else:
+                    spark.sql(agg.distinct_merge_statement(node, dname.sql(), dview))
+                dstaged = load_table(spark, dname)
+                dsnap = dstaged.staged_snapshot(ctx.job_id) if dstaged is not None else None
+                if dsnap is not None:
+                    publish_first.append((dname, dsnap.snapshot_id))
+                    states[dkey] = {"table": str(dname), "snapshot": dsnap.snapshot_id}
+            change = spark.sql(agg.change_sql(node, child_delta, state_old, state_types, distinct_views).sql("spark"))
             change = change.persist(StorageLevel.MEMORY_AND_DISK)
             cached.append(change)
             change_view = f"{prefix}_{key}_chg"

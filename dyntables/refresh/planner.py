@@ -25,7 +25,7 @@ from dyntables.errors import IncrementalNotSupportedError
 from dyntables.ivm import aggregate as agg
 from dyntables.plan.build import NotIncremental, Plan, build_plan
 from dyntables.refresh.changes import NONE, Capture, plan_capture
-from dyntables.refresh.compiled import aggregate_nodes
+from dyntables.refresh.compiled import aggregate_nodes, state_keys
 from dyntables.refresh.full import full_refresh
 from dyntables.refresh.history import FULL, INCREMENTAL
 from dyntables.refresh.incremental import incremental_refresh
@@ -122,7 +122,7 @@ class Planner:
         if compiled.plan is None:
             assert compiled.reason is not None
             return FULL, compiled.reason.code, full
-        if set(previous.state_tables) != {k for k, _ in aggregate_nodes(compiled.plan)}:
+        if set(previous.state_tables) != state_keys(compiled.plan):
             return FULL, STATE_MISSING, full
         for info in previous.state_tables.values():
             if load_table(self.registry.spark, TableName(tuple(str(info["table"]).split(".")))) is None:

@@ -61,6 +61,8 @@ QUERIES = {
     "in_subquery": "SELECT o.id FROM {o} o WHERE o.p IN (SELECT p FROM {p} WHERE brand IS NOT NULL)",
     "group_by": "SELECT k, COUNT(*) AS n, COUNT(qty) AS nq, SUM(qty) AS sq, SUM(price) AS sp, AVG(price) AS ap, "
     "AVG(qty) AS aq, MIN(price) AS lo, MAX(ts) AS hi, SUM(x) AS sx, AVG(x) AS ax FROM {o} GROUP BY k",
+    "count_distinct": "SELECT k, COUNT(DISTINCT p) AS dp, COUNT(DISTINCT price) AS dpr, COUNT(*) AS n FROM {o} GROUP BY k",
+    "global_count_distinct": "SELECT COUNT(DISTINCT k) AS dk FROM {o}",
     "having": "SELECT k, SUM(qty) AS sq FROM {o} GROUP BY k HAVING COUNT(*) > 1",
     "global_aggregate": "SELECT COUNT(*) AS n, SUM(price) AS s, AVG(price) AS a, MIN(x) AS lo, MAX(d) AS hi FROM {o}",
     "join_then_group": "SELECT p.cat, COUNT(*) AS n, SUM(o.qty * o.price) AS gmv, AVG(o.price) AS ap "
