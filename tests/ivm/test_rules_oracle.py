@@ -23,26 +23,25 @@ INSERT INTO {o} VALUES
   (6, 'c', 9, 1, 5.00, 0.0, TIMESTAMP '2024-01-03 23:59:59', DATE '2024-01-03')
 """
 
-# Each step is one or more commits; each is followed by a refresh and the oracle check.
+# Each step is one or more commits, followed by one refresh and the oracle check.
 STEPS = [
-    # duplicates, NULLs, new join partners
+    # duplicates, NULLs, new join partners; then an update that moves rows between
+    # groups and join partners (two commits in one refresh window)
     "INSERT INTO {o} VALUES (7, 'a', 1, 2, 10.50, 1.5, TIMESTAMP '2024-01-01 10:15:00', DATE '2024-01-01'), "
-    "(8, NULL, NULL, NULL, NULL, NULL, NULL, NULL), (9, 'd', 4, 3, 1.10, 7.5, TIMESTAMP '2024-01-04 12:00:00', DATE '2024-01-04')",
-    # an update that moves rows between groups and join partners
+    "(8, NULL, NULL, NULL, NULL, NULL, NULL, NULL), (9, 'd', 4, 3, 1.10, 7.5, TIMESTAMP '2024-01-04 12:00:00', DATE '2024-01-04'); "
     "UPDATE {o} SET k = 'b', p = 2 WHERE id IN (1, 9)",
-    # delete a group's last row, and the current MIN/MAX of another
-    "DELETE FROM {o} WHERE k = 'd' OR id = 5 OR price = 99.99",
-    # SUM/AVG/MIN/MAX become NULL for a group whose last non-null value goes
+    # a group's last row and another's current MIN/MAX deleted; then SUM/AVG/MIN/MAX of a
+    # group become NULL as its last non-null values go
+    "DELETE FROM {o} WHERE k = 'd' OR id = 5 OR price = 99.99; "
     "UPDATE {o} SET qty = NULL, price = NULL, x = NULL WHERE k = 'c'",
-    # inserted and deleted within one refresh window; several commits before a refresh
+    # a row inserted and deleted within one refresh window, among other commits
     "INSERT INTO {o} VALUES (10, 'e', 2, 1, 3.33, 1.0, TIMESTAMP '2024-01-05 01:00:00', DATE '2024-01-05'); "
     "DELETE FROM {o} WHERE id = 10; INSERT INTO {o} VALUES (11, 'a', 3, 4, 2.22, 2.0, TIMESTAMP '2024-01-05 02:00:00', DATE '2024-01-05')",
     # the dimension side changes: matches gained and lost
-    "DELETE FROM {p} WHERE p = 1; INSERT INTO {p} VALUES (9, 'C', 'w'), (1, 'A2', 'x')",
+    "DELETE FROM {p} WHERE p = 1; INSERT INTO {p} VALUES (9, 'C', 'w'), (1, 'A2', 'x'); "
     "UPDATE {p} SET cat = 'Z' WHERE p = 2; DELETE FROM {p} WHERE p = 3",
-    # everything goes
-    "DELETE FROM {o}",
-    "INSERT INTO {o} VALUES (12, 'a', 1, 1, 1.00, 1.0, TIMESTAMP '2024-01-06 00:00:00', DATE '2024-01-06')",
+    # everything goes, one row comes back
+    "DELETE FROM {o}; INSERT INTO {o} VALUES (12, 'a', 1, 1, 1.00, 1.0, TIMESTAMP '2024-01-06 00:00:00', DATE '2024-01-06')",
 ]
 
 QUERIES = {
