@@ -51,10 +51,41 @@ NON_DETERMINISTIC_NAMES = frozenset(
 )
 
 
+_WINDOW_FN = "dyntables_window_fn"
+
+
+def _protect_window_function(text: str) -> str:
+    """sqlglot reads WINDOW as the named-window keyword, so Spark's time-bucket function
+    ``window(ts, '1 hour')`` does not parse; give the call a placeholder name."""
+    from sqlglot.tokens import TokenType
+
+    from dyntables.sql.tokens import tokenize
+
+    try:
+        tokens = tokenize(text)
+    except Exception:
+        return text
+    out, last = [], 0
+    for tok, nxt in zip(tokens, tokens[1:], strict=False):
+        if tok.text.upper() == "WINDOW" and nxt.token_type == TokenType.L_PAREN and tok.token_type != TokenType.STRING:
+            out.append(text[last : tok.start])
+            out.append(_WINDOW_FN)
+            last = tok.end + 1
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _restore_window_function(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.Anonymous) and node.name.lower() == _WINDOW_FN:
+        return exp.Anonymous(this="window", expressions=node.expressions)
+    return node
+
+
 def parse_query(text: str) -> exp.Query:
     """Parse a DT's defining query; it must be a SELECT (or set operation of SELECTs)."""
+    protected = _protect_window_function(text)
     try:
-        trees = [t for t in sqlglot.parse(text, read="spark") if t is not None]
+        trees = [t.transform(_restore_window_function) for t in sqlglot.parse(protected, read="spark") if t is not None]
     except ParseError as exc:
         first = str(exc).splitlines()[0]
         raise SqlSyntaxError(f"cannot parse the dynamic table's query: {first}") from exc

@@ -67,6 +67,7 @@ QUERIES = {
     "join_then_group": "SELECT p.cat, COUNT(*) AS n, SUM(o.qty * o.price) AS gmv, AVG(o.price) AS ap "
     "FROM {o} o JOIN {p} p ON o.p = p.p GROUP BY p.cat",
     "time_buckets": "SELECT date_trunc('HOUR', ts) AS hr, d, COUNT(*) AS n, SUM(qty) AS q FROM {o} GROUP BY date_trunc('HOUR', ts), d",
+    "window_bucket": "SELECT window(ts, '1 hour') AS w, COUNT(*) AS n, SUM(qty) AS q FROM {o} GROUP BY window(ts, '1 hour')",
     "boolean_and_decimal_keys": "SELECT price, qty > 1 AS big, COUNT(*) AS n FROM {o} GROUP BY price, qty > 1",
     "distinct": "SELECT DISTINCT k, p FROM {o}",
     "union_all": "SELECT k AS v FROM {o} UNION ALL SELECT cat AS v FROM {p}",
