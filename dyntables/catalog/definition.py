@@ -33,7 +33,7 @@ class SourceVersion:
     @staticmethod
     def from_json(value: Mapping[str, object]) -> SourceVersion:
         snap = value.get("snapshot")
-        return SourceVersion(int(snap) if snap is not None else None, str(value.get("uuid", "")))  # type: ignore[arg-type]
+        return SourceVersion(int(str(snap)) if snap is not None else None, str(value.get("uuid", "")))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ is what makes a NO_DATA refresh cost a few metadata reads and nothing else.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,7 @@ class _Summary(Mapping[str, str]):
         self._j = jmap
         self._cache: dict[str, str | None] = {}
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         if key not in self._cache:
             value = self._j.get(key)
             self._cache[key] = None if value is None else str(value)
@@ -35,7 +35,7 @@ class _Summary(Mapping[str, str]):
             raise KeyError(key)
         return value
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[str]:
         return iter(dict(self._j))
 
     def __len__(self) -> int:

@@ -15,7 +15,7 @@ from sqlglot import exp
 Column = tuple[str, str]  # (name, Spark SQL type)
 
 
-def literal(value: Any, type_sql: str) -> exp.Expression:
+def literal(value: Any, type_sql: str) -> exp.Expr:
     if value is None:
         return exp.cast(exp.null(), type_sql, dialect="spark")
     if isinstance(value, bool):
@@ -50,5 +50,6 @@ def values_sql(columns: Sequence[Column], rows: Sequence[Sequence[Any]]) -> str:
 def rows_frame(spark: Any, columns: Sequence[Column] | str, rows: Sequence[Sequence[Any]]):  # noqa: ANN201
     """A DataFrame of ``rows``; ``columns`` as pairs or a DDL string ("a string, b bigint")."""
     if isinstance(columns, str):
-        columns = [tuple(part.strip().split(" ", 1)) for part in columns.split(",")]  # type: ignore[misc]
-    return spark.sql(values_sql(columns, rows))  # type: ignore[arg-type]
+        pairs = [part.strip().split(" ", 1) for part in columns.split(",")]
+        columns = [(name, type_sql) for name, type_sql in pairs]
+    return spark.sql(values_sql(columns, rows))

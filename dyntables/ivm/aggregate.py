@@ -88,7 +88,7 @@ def distinct_calls(node: Aggregate) -> list[tuple[int, AggCall]]:
 
 def build_sql(node: Aggregate, child: exp.Query) -> exp.Select:
     lay = layout(node)
-    items: list[exp.Expression] = [alias(k.copy(), name) for k, name in zip(node.keys, lay.keys, strict=True)]
+    items: list[exp.Expr] = [alias(k.copy(), name) for k, name in zip(node.keys, lay.keys, strict=True)]
     items.append(alias(exp.Count(this=exp.Star()), CNT))
     for call, names in lay.aggs:
         arg = call.arg.copy() if call.arg is not None else None
@@ -183,7 +183,7 @@ def distinct_merge_statement(node: Aggregate, table: str, change_view: str) -> s
 # -- reading state ----------------------------------------------------------------------------
 
 
-def finalize(call: AggCall, names: Mapping[str, str], avg_type: str | None, prefix: str = "") -> exp.Expression:
+def finalize(call: AggCall, names: Mapping[str, str], avg_type: str | None, prefix: str = "") -> exp.Expr:
     """The aggregate's value from its state columns (``prefix`` picks o_/n_ copies)."""
     c = {role: col(prefix + name) for role, name in names.items()}
     if call.func == "count_star":
@@ -194,7 +194,7 @@ def finalize(call: AggCall, names: Mapping[str, str], avg_type: str | None, pref
         return c["d"]
     has_value = exp.GT(this=c["n"], expression=lit(0))
     if call.func == "sum":
-        value: exp.Expression = c["s"]
+        value: exp.Expr = c["s"]
     elif call.func in ("min", "max"):
         value = c["m"]
     elif avg_type and avg_type.startswith("decimal"):
@@ -212,7 +212,7 @@ def finalized(node: Aggregate, state: exp.Query, avg_types: Mapping[str, str], p
     """The aggregate's output rows from state rows (value columns named ``prefix`` +
     state name; keys are never prefixed)."""
     lay = layout(node)
-    items: list[exp.Expression] = [alias(col(k), out) for k, out in zip(lay.keys, node.key_columns, strict=True)]
+    items: list[exp.Expr] = [alias(col(k), out) for k, out in zip(lay.keys, node.key_columns, strict=True)]
     for call, names in lay.aggs:
         items.append(alias(finalize(call, names, avg_types.get(call.column), prefix), call.column))
     q = select(items, sub(state))
@@ -237,7 +237,7 @@ def delta_sql(node: Aggregate, delta: exp.Query) -> exp.Select:
     """Per affected group: the change of every state column."""
     lay = layout(node)
     s = col(SIGN)
-    items: list[exp.Expression] = [alias(k.copy(), name) for k, name in zip(node.keys, lay.keys, strict=True)]
+    items: list[exp.Expr] = [alias(k.copy(), name) for k, name in zip(node.keys, lay.keys, strict=True)]
     items.append(alias(exp.Sum(this=s.copy()), "d_" + CNT))
     for call, names in lay.aggs:
         if call.arg is None:
@@ -280,17 +280,17 @@ def change_sql(
     dq = sub(delta_sql(node, delta), d_alias)
     oq = sub(select(["*"], sub(state)), o_alias)
     on = null_safe_eq_all([col(k, d_alias) for k in lay.keys], [col(k, o_alias) for k in lay.keys])
-    items: list[exp.Expression] = [alias(col(k, d_alias), k) for k in lay.keys]
+    items: list[exp.Expr] = [alias(col(k, d_alias), k) for k in lay.keys]
     for name in lay.value_columns:
         items.append(alias(col(name, o_alias), "o_" + name))
 
-    def add(o: exp.Expression, d: exp.Expression) -> exp.Expression:
+    def add(o: exp.Expr, d: exp.Expr) -> exp.Expr:
         return exp.Add(this=exp.func("coalesce", o, lit(0)), expression=exp.func("coalesce", d, lit(0)))
 
     new_cnt = add(col(CNT, o_alias), col("d_" + CNT, d_alias))
     checked = exp.If(this=exp.LT(this=new_cnt, expression=lit(0)), true=raise_error(INCONSISTENT), false=new_cnt.copy())
     items.append(alias(checked, "n_" + CNT))
-    joins: list[tuple[exp.Expression, exp.Expression]] = []
+    joins: list[tuple[exp.Expr, exp.Expr]] = []
     for j, (call, names) in enumerate(lay.aggs):
         if "d" in names:
             view = (distinct_views or {})[j]
@@ -349,7 +349,7 @@ def recompute_sql(node: Aggregate, child_new: exp.Query, change_view: str) -> ex
         restricted = restricted.join(
             sub(flagged), on=null_safe_eq_all(list(node.keys), [col(nm) for nm in key_names]), join_type="left semi"
         )
-    items: list[exp.Expression] = [alias(k.copy(), name) for k, name in zip(node.keys, lay.keys, strict=True)]
+    items: list[exp.Expr] = [alias(k.copy(), name) for k, name in zip(node.keys, lay.keys, strict=True)]
     for call, names in lay.aggs:
         if "m" in names:
             fn = exp.Min if call.func == "min" else exp.Max
@@ -364,7 +364,7 @@ def patch_sql(node: Aggregate, change_view: str, recompute_view: str) -> exp.Sel
     """The change rows with recomputed MIN/MAX where flagged."""
     lay = layout(node)
     c, r = "_c", "_r"
-    items: list[exp.Expression] = []
+    items: list[exp.Expr] = []
     patched = {"n_" + names["m"]: names["m"] for _, names in lay.aggs if "m" in names}
     change_cols = lay.keys + tuple("o_" + n for n in lay.value_columns) + tuple("n_" + n for n in lay.value_columns)
     for name in change_cols:

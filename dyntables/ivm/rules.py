@@ -90,7 +90,7 @@ def _rel_project(r: Renderer, n: Project, version: str) -> exp.Query:
 _JOIN_SQL = {"inner": "", "left": "left", "right": "right", "full": "full", "semi": "left semi", "anti": "left anti"}
 
 
-def _join_condition(n: Join) -> exp.Expression:
+def _join_condition(n: Join) -> exp.Expr:
     cond = eq_all(n.left_keys, n.right_keys) if n.left_keys else exp.true()
     if n.residual is not None:
         cond = exp.and_(cond, n.residual.copy())
@@ -119,7 +119,7 @@ def _rel_window(r: Renderer, n: Window, version: str) -> exp.Query:
 
 
 def _window_over(n: Window, source: exp.Query) -> exp.Select:
-    items: list[exp.Expression] = [col(c) for c in n.child.columns]
+    items: list[exp.Expr] = [col(c) for c in n.child.columns]
     items += [alias(f.copy(), c) for f, c in zip(n.funcs, n.func_columns, strict=True)]
     return select(items, sub(source))
 
@@ -180,7 +180,7 @@ def _inner_terms(r: Renderer, n: Join) -> list[exp.Query]:
 
 
 def _flipped_keys(
-    r: Renderer, right: Node, d_right: exp.Query, rkeys: Sequence[exp.Expression]
+    r: Renderer, right: Node, d_right: exp.Query, rkeys: Sequence[exp.Expr]
 ) -> tuple[exp.Query, exp.Query, list[str]]:
     """Join keys whose match status changed: (became matched, became unmatched)."""
     names = [fresh_alias("k") for _ in rkeys]
@@ -204,7 +204,7 @@ def _flipped_keys(
 
 
 def _match_terms(
-    r: Renderer, left: Node, right: Node, lkeys: Sequence[exp.Expression], rkeys: Sequence[exp.Expression], anti: bool
+    r: Renderer, left: Node, right: Node, lkeys: Sequence[exp.Expr], rkeys: Sequence[exp.Expr], anti: bool
 ) -> list[exp.Query]:
     """Delta of the rows of ``left`` that have (semi) or lack (anti) a match in ``right``.
 
@@ -247,7 +247,7 @@ def _padded(
         return None
     types = r.sources.column_types(missing)
     nulls = [alias(typed_null(types[c]), c) for c in missing.columns]
-    kept_cols: list[exp.Expression] = [col(c) for c in kept.columns]
+    kept_cols: list[exp.Expr] = [col(c) for c in kept.columns]
     items = (kept_cols + nulls) if kept_first else (nulls + kept_cols)
     return select([*items, col(W)], sub(union_all(terms)))
 

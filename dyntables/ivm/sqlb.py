@@ -24,15 +24,15 @@ def col(name: str, table: str | None = None) -> exp.Column:
     return exp.column(name, table=table)
 
 
-def lit(value: int | str) -> exp.Expression:
+def lit(value: int | str) -> exp.Expr:
     return exp.Literal.number(value) if isinstance(value, int) else exp.Literal.string(value)
 
 
-def alias(e: exp.Expression, name: str) -> exp.Expression:
+def alias(e: exp.Expr, name: str) -> exp.Expr:
     return exp.alias_(e, name)
 
 
-def select(items: Iterable[exp.Expression | str], source: exp.Expression | str) -> exp.Select:
+def select(items: Iterable[exp.Expr | str], source: exp.Expr | str) -> exp.Select:
     return exp.select(*items).from_(source)
 
 
@@ -41,7 +41,7 @@ def star_from(q: exp.Query) -> exp.Select:
 
 
 def project_cols(names: Sequence[str], q: exp.Query, with_weight: bool = False) -> exp.Select:
-    items: list[exp.Expression] = [col(n) for n in names]
+    items: list[exp.Expr] = [col(n) for n in names]
     if with_weight:
         items.append(col(W))
     return exp.select(*items).from_(sub(q))
@@ -55,25 +55,25 @@ def union_all(parts: Sequence[exp.Query]) -> exp.Query:
     return result
 
 
-def eq_all(left: Sequence[exp.Expression], right: Sequence[exp.Expression]) -> exp.Expression:
+def eq_all(left: Sequence[exp.Expr], right: Sequence[exp.Expr]) -> exp.Expr:
     return exp.and_(*(exp.EQ(this=a.copy(), expression=b.copy()) for a, b in zip(left, right, strict=True)))
 
 
-def null_safe_eq_all(left: Sequence[exp.Expression], right: Sequence[exp.Expression]) -> exp.Expression:
+def null_safe_eq_all(left: Sequence[exp.Expr], right: Sequence[exp.Expr]) -> exp.Expr:
     if not left:
         return exp.true()
     return exp.and_(*(exp.NullSafeEQ(this=a.copy(), expression=b.copy()) for a, b in zip(left, right, strict=True)))
 
 
-def typed_null(type_sql: str) -> exp.Expression:
+def typed_null(type_sql: str) -> exp.Expr:
     return exp.cast(exp.null(), type_sql, dialect="spark")
 
 
-def raise_error(message: str) -> exp.Expression:
+def raise_error(message: str) -> exp.Expr:
     return exp.Anonymous(this="raise_error", expressions=[lit(message)])
 
 
-def sign(e: exp.Expression) -> exp.Expression:
+def sign(e: exp.Expr) -> exp.Expr:
     return exp.If(this=exp.GT(this=e, expression=lit(0)), true=lit(1), false=lit(-1))
 
 

@@ -52,7 +52,7 @@ class Plan:
     output_names: tuple[str, ...]
 
 
-_SUPPORTED_AGGS: dict[type[exp.Expression], str] = {
+_SUPPORTED_AGGS: dict[type[exp.Expr], str] = {
     exp.Count: "count",
     exp.Sum: "sum",
     exp.Avg: "avg",
@@ -65,10 +65,12 @@ Scope = dict[tuple[str, str], str]  # (alias, column) -> internal name
 
 def build_plan(query_text: str, schema: Schema, qualify_name: Callable[[TableName], TableName]) -> Plan:
     tree = parse_query(query_text)
-    sg_schema: dict[str, dict[str, dict[str, dict[str, str]]]] = {}
+    sg_schema: dict[str, object] = {}
     for name, cols in schema.items():
         cat, db, tbl = name.parts
-        sg_schema.setdefault(cat, {}).setdefault(db, {})[tbl] = {c: t for c, t in cols}
+        catalog_schema = sg_schema.setdefault(cat, {})
+        assert isinstance(catalog_schema, dict)
+        catalog_schema.setdefault(db, {})[tbl] = {c: t for c, t in cols}
     default = qualify_name(TableName(("x",)))
     try:
         qualified = qualify(
@@ -97,7 +99,7 @@ class _Builder:
         return f"c{next(self._ids)}"
 
     # -- queries ---------------------------------------------------------------------------
-    def query(self, q: exp.Expression, ctes: dict[str, exp.Expression]) -> tuple[Node, list[str]]:
+    def query(self, q: exp.Expr, ctes: dict[str, exp.Expr]) -> tuple[Node, list[str]]:
         with_ = q.args.get("with_") or q.args.get("with")
         if with_ is not None:
             ctes = dict(ctes)
@@ -113,7 +115,7 @@ class _Builder:
             raise NotIncremental("UNSUPPORTED_QUERY", type(q).__name__, q.sql("spark")[:80])
         return self._select(q, ctes)
 
-    def _union(self, q: exp.Union, ctes: dict[str, exp.Expression]) -> tuple[Node, list[str]]:
+    def _union(self, q: exp.Union, ctes: dict[str, exp.Expr]) -> tuple[Node, list[str]]:
         if q.args.get("limit") or q.args.get("offset"):
             raise NotIncremental("LIMIT", "LIMIT", "ORDER BY ... LIMIT keeps a moving top-N; recomputed FULL")
         left, names = self.query(q.left, ctes)
@@ -130,7 +132,7 @@ class _Builder:
         keys = tuple(col(c) for c in node.columns)
         return Aggregate(node, keys, tuple(self.fresh() for _ in keys), ())
 
-    def _select(self, select: exp.Select, ctes: dict[str, exp.Expression]) -> tuple[Node, list[str]]:
+    def _select(self, select: exp.Select, ctes: dict[str, exp.Expr]) -> tuple[Node, list[str]]:
         if select.args.get("limit") or select.args.get("offset"):
             raise NotIncremental("LIMIT", "LIMIT", "ORDER BY ... LIMIT keeps a moving top-N; recomputed FULL")
         for unsupported in ("laterals", "pivots", "qualify", "connect", "prewhere"):
@@ -169,7 +171,7 @@ class _Builder:
         return node, names
 
     # -- FROM ------------------------------------------------------------------------------
-    def relation(self, source: exp.Expression, ctes: dict[str, exp.Expression]) -> tuple[Node, Scope]:
+    def relation(self, source: exp.Expr, ctes: dict[str, exp.Expr]) -> tuple[Node, Scope]:
         alias = source.alias_or_name.lower()
         if isinstance(source, exp.Table):
             if not source.args.get("db") and source.name.lower() in ctes:
@@ -189,7 +191,7 @@ class _Builder:
         raise NotIncremental("UNSUPPORTED_SOURCE", type(source).__name__, source.sql("spark")[:80])
 
     def _join(
-        self, left: Node, lscope: Scope, join: exp.Join, ctes: dict[str, exp.Expression]
+        self, left: Node, lscope: Scope, join: exp.Join, ctes: dict[str, exp.Expr]
     ) -> tuple[Node, Scope]:
         right, rscope = self.relation(join.this, ctes)
         side = (join.side or "").upper()
@@ -217,8 +219,8 @@ class _Builder:
         return Join(jkind, left, right, tuple(lkeys), tuple(rkeys), residual), scope
 
     def _push_residual(
-        self, kind: str, residual: exp.Expression, left: Node, right: Node
-    ) -> tuple[exp.Expression | None, Node]:
+        self, kind: str, residual: exp.Expr, left: Node, right: Node
+    ) -> tuple[exp.Expr | None, Node]:
         """A non-equi ON condition on the right side only is a filter of the right input."""
         used = {c.name for c in residual.find_all(exp.Column)}
         if kind in ("left", "semi", "anti") and used <= set(right.columns):
@@ -228,11 +230,11 @@ class _Builder:
         )
 
     def _split_condition(
-        self, on: exp.Expression | None, lscope: Scope, rscope: Scope
-    ) -> tuple[list[exp.Expression], list[exp.Expression], exp.Expression | None]:
-        lkeys: list[exp.Expression] = []
-        rkeys: list[exp.Expression] = []
-        rest: list[exp.Expression] = []
+        self, on: exp.Expr | None, lscope: Scope, rscope: Scope
+    ) -> tuple[list[exp.Expr], list[exp.Expr], exp.Expr | None]:
+        lkeys: list[exp.Expr] = []
+        rkeys: list[exp.Expr] = []
+        rest: list[exp.Expr] = []
         for conj in _conjuncts(on):
             if isinstance(conj, exp.EQ):
                 a, b = conj.this, conj.expression
@@ -249,9 +251,9 @@ class _Builder:
         return lkeys, rkeys, residual
 
     # -- WHERE -----------------------------------------------------------------------------
-    def _where(self, node: Node, scope: Scope, cond: exp.Expression, ctes: dict[str, exp.Expression]) -> Node:
-        plain: list[exp.Expression] = []
-        subqueries: list[tuple[str, exp.Expression]] = []
+    def _where(self, node: Node, scope: Scope, cond: exp.Expr, ctes: dict[str, exp.Expr]) -> Node:
+        plain: list[exp.Expr] = []
+        subqueries: list[tuple[str, exp.Expr]] = []
         for conj in _conjuncts(cond):
             negated = isinstance(conj, exp.Not)
             inner = conj.this if negated else conj
@@ -275,7 +277,7 @@ class _Builder:
         return node
 
     def _semi(
-        self, node: Node, scope: Scope, kind: str, sub: exp.Expression, ctes: dict[str, exp.Expression]
+        self, node: Node, scope: Scope, kind: str, sub: exp.Expr, ctes: dict[str, exp.Expr]
     ) -> Node:
         if isinstance(sub, exp.In):
             query = sub.args["query"]
@@ -294,10 +296,12 @@ class _Builder:
                 "EXISTS_COMPLEX", "EXISTS", "EXISTS over one table with equality correlation is supported"
             )
         from_ = select.args.get("from_") or select.args.get("from")
+        if from_ is None:
+            raise NotIncremental("EXISTS_COMPLEX", "EXISTS", "EXISTS without FROM")
         right, rscope = self.relation(from_.this, ctes)
-        lkeys: list[exp.Expression] = []
-        rkeys: list[exp.Expression] = []
-        local: list[exp.Expression] = []
+        lkeys: list[exp.Expr] = []
+        rkeys: list[exp.Expr] = []
+        local: list[exp.Expr] = []
         where = select.args.get("where")
         for conj in _conjuncts(where.this if where is not None else None):
             if _within(conj, rscope):
@@ -326,11 +330,11 @@ class _Builder:
         node: Node,
         scope: Scope,
         select: exp.Select,
-        exprs: list[exp.Expression],
+        exprs: list[exp.Expr],
         group: exp.Group | None,
         having: exp.Having | None,
-    ) -> tuple[Node, list[exp.Expression], exp.Expression | None]:
-        group_exprs: list[exp.Expression] = []
+    ) -> tuple[Node, list[exp.Expr], exp.Expr | None]:
+        group_exprs: list[exp.Expr] = []
         if group is not None:
             for unsupported in ("grouping_sets", "cube", "rollup", "totals"):
                 if group.args.get(unsupported):
@@ -341,7 +345,7 @@ class _Builder:
         aggs: list[AggCall] = []
         by_sql: dict[str, str] = {}
 
-        def over_agg(n: exp.Expression) -> exp.Expression | None:
+        def over_agg(n: exp.Expr) -> exp.Expr | None:
             if isinstance(n, exp.Window):
                 # the window function itself runs after aggregation; its arguments,
                 # PARTITION BY and ORDER BY are expressions over the aggregate's output
@@ -372,7 +376,7 @@ class _Builder:
                 )
             return None
 
-        def rewrite(e: exp.Expression) -> exp.Expression:
+        def rewrite(e: exp.Expr) -> exp.Expr:
             return rewrite_tree(e, over_agg)
 
         out_exprs = [rewrite(e.unalias() if isinstance(e, exp.Alias) else e) for e in exprs]
@@ -399,7 +403,7 @@ class _Builder:
         return AggCall(func, self.expr(arg, scope), self.fresh())
 
     # -- windows ---------------------------------------------------------------------------
-    def _windows(self, node: Node, exprs: list[exp.Expression]) -> tuple[Node, list[exp.Expression]]:
+    def _windows(self, node: Node, exprs: list[exp.Expr]) -> tuple[Node, list[exp.Expr]]:
         windows: list[exp.Window] = []
         for e in exprs:
             windows.extend(w for w in e.find_all(exp.Window))
@@ -417,7 +421,7 @@ class _Builder:
         window_node = Window(node, partition_by, tuple(w.copy() for w in windows), func_cols)
         mapping = {id(w): c for w, c in zip(windows, func_cols, strict=True)}
 
-        def replace(n: exp.Expression) -> exp.Expression:
+        def replace(n: exp.Expr) -> exp.Expr:
             if isinstance(n, exp.Window) and id(n) in mapping:
                 return col(mapping[id(n)])
             return n
@@ -425,10 +429,10 @@ class _Builder:
         return window_node, [e.transform(replace, copy=False) for e in exprs]
 
     # -- expressions ---------------------------------------------------------------------------
-    def expr(self, e: exp.Expression, scope: Scope) -> exp.Expression:
+    def expr(self, e: exp.Expr, scope: Scope) -> exp.Expr:
         """Rewrite column references to internal names."""
 
-        def fn(n: exp.Expression) -> exp.Expression:
+        def fn(n: exp.Expr) -> exp.Expr:
             if isinstance(n, exp.Column):
                 key = (n.table.lower(), n.name.lower())
                 if key not in scope:
@@ -442,8 +446,8 @@ class _Builder:
 
 
 def rewrite_tree(
-    root: exp.Expression, fn: Callable[[exp.Expression], exp.Expression | None]
-) -> exp.Expression:
+    root: exp.Expr, fn: Callable[[exp.Expr], exp.Expr | None]
+) -> exp.Expr:
     """Copy of ``root`` where every node for which ``fn`` returns a replacement is
     replaced, without descending into replacements (unlike sqlglot's transform, which
     would also rewrite inside them)."""
@@ -452,7 +456,7 @@ def rewrite_tree(
     if replaced is not None:
         return replaced
 
-    def visit(node: exp.Expression) -> None:
+    def visit(node: exp.Expr) -> None:
         for child in list(node.iter_expressions()):
             new = fn(child)
             if new is not None:
@@ -464,7 +468,7 @@ def rewrite_tree(
     return root
 
 
-def _conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
+def _conjuncts(e: exp.Expr | None) -> list[exp.Expr]:
     if e is None:
         return []
     if isinstance(e, exp.And):
@@ -474,19 +478,19 @@ def _conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
     return [e]
 
 
-def _within(e: exp.Expression, scope: Scope) -> bool:
+def _within(e: exp.Expr, scope: Scope) -> bool:
     cols = list(e.find_all(exp.Column))
     return bool(cols) and all((c.table.lower(), c.name.lower()) in scope for c in cols)
 
 
-def _aggregates(e: exp.Expression) -> bool:
+def _aggregates(e: exp.Expr) -> bool:
     for n in e.find_all(exp.AggFunc):
         if not any(isinstance(p, exp.Window) for p in _ancestors(n)):
             return True
     return False
 
 
-def _ancestors(n: exp.Expression) -> list[exp.Expression]:
+def _ancestors(n: exp.Expr) -> list[exp.Expr]:
     out = []
     parent = n.parent
     while parent is not None:
@@ -495,7 +499,7 @@ def _ancestors(n: exp.Expression) -> list[exp.Expression]:
     return out
 
 
-def _correlated(query: exp.Expression, scope: Scope) -> bool:
+def _correlated(query: exp.Expr, scope: Scope) -> bool:
     inner_aliases = {t.alias_or_name.lower() for t in query.find_all(exp.Table)}
     inner_aliases |= {s.alias_or_name.lower() for s in query.find_all(exp.Subquery)}
     outer_aliases = {a for a, _ in scope}

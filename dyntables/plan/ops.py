@@ -47,7 +47,7 @@ class Scan(Node):
 @dataclass(frozen=True, eq=False)
 class Filter(Node):
     child: Node
-    predicate: exp.Expression
+    predicate: exp.Expr
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -61,7 +61,7 @@ class Filter(Node):
 @dataclass(frozen=True, eq=False)
 class Project(Node):
     child: Node
-    exprs: tuple[exp.Expression, ...]
+    exprs: tuple[exp.Expr, ...]
     out: tuple[str, ...]
 
     @property
@@ -81,9 +81,9 @@ class Join(Node):
     kind: str
     left: Node
     right: Node
-    left_keys: tuple[exp.Expression, ...]
-    right_keys: tuple[exp.Expression, ...]
-    residual: exp.Expression | None = None
+    left_keys: tuple[exp.Expr, ...]
+    right_keys: tuple[exp.Expr, ...]
+    residual: exp.Expr | None = None
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -106,7 +106,7 @@ AGG_FUNCS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct"
 @dataclass(frozen=True, eq=False)
 class AggCall:
     func: str
-    arg: exp.Expression | None
+    arg: exp.Expr | None
     column: str
 
 
@@ -115,7 +115,7 @@ class Aggregate(Node):
     """GROUP BY keys (or a global aggregate when ``keys`` is empty)."""
 
     child: Node
-    keys: tuple[exp.Expression, ...]
+    keys: tuple[exp.Expr, ...]
     key_columns: tuple[str, ...]
     aggs: tuple[AggCall, ...] = field(default_factory=tuple)
 
@@ -151,8 +151,8 @@ class Window(Node):
     """Window functions over ``child``; ``partition_by`` is what every function shares."""
 
     child: Node
-    partition_by: tuple[exp.Expression, ...]
-    funcs: tuple[exp.Expression, ...]
+    partition_by: tuple[exp.Expr, ...]
+    funcs: tuple[exp.Expr, ...]
     func_columns: tuple[str, ...]
 
     @property

@@ -19,7 +19,7 @@ from dyntables.sql.tokens import TableName
 Qualifier = Callable[[TableName], TableName]
 
 # Functions whose value changes between two evaluations over the same data.
-NON_DETERMINISTIC_CLASSES: tuple[type[exp.Expression], ...] = (
+NON_DETERMINISTIC_CLASSES: tuple[type[exp.Expr], ...] = (
     exp.Rand,
     exp.Randn,
     exp.Uuid,
@@ -75,7 +75,7 @@ def _protect_window_function(text: str) -> str:
     return "".join(out)
 
 
-def _restore_window_function(node: exp.Expression) -> exp.Expression:
+def _restore_window_function(node: exp.Expr) -> exp.Expr:
     if isinstance(node, exp.Anonymous) and node.name.lower() == _WINDOW_FN:
         return exp.Anonymous(this="window", expressions=node.expressions)
     return node
@@ -101,7 +101,7 @@ def table_name(table: exp.Table) -> TableName:
     return TableName(tuple(p.name for p in table.parts))
 
 
-def _cte_names(query: exp.Expression) -> set[str]:
+def _cte_names(query: exp.Expr) -> set[str]:
     return {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
 
 
@@ -118,7 +118,7 @@ def source_tables(query: exp.Query, qualify: Qualifier) -> list[TableName]:
     return list(seen)
 
 
-def non_deterministic_calls(query: exp.Expression) -> list[str]:
+def non_deterministic_calls(query: exp.Expr) -> list[str]:
     found: list[str] = []
     for node in query.walk():
         if isinstance(node, NON_DETERMINISTIC_CLASSES):

@@ -69,7 +69,7 @@ def apply_delta(
         consolidated.unpersist()
 
 
-def _checked_count(expr: exp.Expression) -> str:
+def _checked_count(expr: exp.Expr) -> str:
     return exp.If(
         this=exp.LT(this=expr, expression=exp.Literal.number(0)), true=raise_error(INCONSISTENT), false=expr.copy()
     ).sql("spark")

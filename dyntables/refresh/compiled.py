@@ -40,7 +40,7 @@ def state_keys(plan: Plan) -> set[str]:
     return keys
 
 
-def table_ref(name: TableName, snapshot: int | None) -> exp.Expression:
+def table_ref(name: TableName, snapshot: int | None) -> exp.Expr:
     table = exp.to_table(name.sql(), dialect="spark")
     if snapshot is not None:
         table.set("version", exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(snapshot)))

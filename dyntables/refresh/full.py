@@ -8,6 +8,7 @@ the query compiles to an incremental plan, the FULL also rebuilds the aggregate 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from dyntables.catalog.definition import DynamicTableDef, SourceVersion
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from dyntables.refresh.runner import RefreshContext, WriteResult
 
 
-def _qualifier(dt: DynamicTableDef):  # type: ignore[no-untyped-def]
+def _qualifier(dt: DynamicTableDef) -> Callable[[TableName], TableName]:
     catalog, namespace = dt.name.parts[0], dt.name.parts[1]
 
     def qualify(name: TableName) -> TableName:

@@ -53,20 +53,20 @@ def incremental_refresh(
         states = {k: dict(v) for k, v in previous.state_tables.items()}
         _recover_state(spark, states)
         delta_views: dict[str, str] = {}
-        for i, (name, capture) in enumerate(sorted(captures.items())):
-            ctx.stats[f"capture.{_short(name)}"] = capture.method or "none"
+        for i, (source, capture) in enumerate(sorted(captures.items())):
+            ctx.stats[f"capture.{_short(source)}"] = capture.method or "none"
             if capture.method == NONE:
-                ctx.stats[f"rows_read.{_short(name)}"] = 0
+                ctx.stats[f"rows_read.{_short(source)}"] = 0
                 continue
             df = read_changes(
-                spark, name, source_columns[name], capture, previous.sources[name], ctx.pinned[name]
+                spark, source, source_columns[source], capture, previous.sources[source], ctx.pinned[source]
             ).persist(StorageLevel.MEMORY_AND_DISK)
             cached.append(df)
             view = f"{prefix}_src{i}"
             df.createOrReplaceTempView(view)
             views.append(view)
-            delta_views[name] = view
-            ctx.stats[f"rows_read.{_short(name)}"] = df.count()
+            delta_views[source] = view
+            ctx.stats[f"rows_read.{_short(source)}"] = df.count()
         faults.reach("after_read_changes")
         sources = BoundSources(
             spark,
@@ -79,8 +79,8 @@ def incremental_refresh(
         publish_first: list[tuple[TableName, int]] = []
         for key, node in aggregate_nodes(plan):
             info = states[key]
-            name = TableName(tuple(str(info["table"]).split(".")))
-            before = int(info["snapshot"]) if info["snapshot"] is not None else None
+            name = _table_name(info)
+            before = _snapshot_of(info)
             state_old = select(["*"], table_ref(name, before))
             averages = avg_types(spark, renderer, node)
             old_rel = agg.finalized(node, state_old, averages)
@@ -92,9 +92,8 @@ def incremental_refresh(
             distinct_views: dict[int, str] = {}
             for j, call in agg.distinct_calls(node):
                 dkey = f"{key}_d{j}"
-                dname = TableName(tuple(str(states[dkey]["table"]).split(".")))
-                dbefore = states[dkey]["snapshot"]
-                dold = select(["*"], table_ref(dname, int(dbefore) if dbefore is not None else None))  # type: ignore[call-overload]
+                dname = _table_name(states[dkey])
+                dold = select(["*"], table_ref(dname, _snapshot_of(states[dkey])))
                 dchange = spark.sql(agg.distinct_change_sql(node, call, child_delta, dold).sql("spark")).persist(
                     StorageLevel.MEMORY_AND_DISK
                 )
@@ -164,13 +163,22 @@ def incremental_refresh(
             spark.catalog.dropTempView(view)
 
 
+def _table_name(info: Mapping[str, object]) -> TableName:
+    return TableName(tuple(str(info["table"]).split(".")))
+
+
+def _snapshot_of(info: Mapping[str, object]) -> int | None:
+    value = info.get("snapshot")
+    return None if value is None else int(str(value))
+
+
 def _recover_state(spark: Any, states: dict[str, dict[str, object]]) -> None:
     """Undo state published by a refresh that crashed before its table commit."""
     for info in states.values():
-        name = TableName(tuple(str(info["table"]).split(".")))
+        name = _table_name(info)
         table = load_table(spark, name)
         if table is None:
             raise StateMissingError(f"state table {name} is missing")
-        recorded = info["snapshot"]
-        if recorded is not None and table.current_snapshot_id() != int(recorded):  # type: ignore[call-overload]
-            table.rollback_to(int(recorded))  # type: ignore[call-overload]
+        recorded = _snapshot_of(info)
+        if recorded is not None and table.current_snapshot_id() != recorded:
+            table.rollback_to(recorded)

@@ -19,7 +19,7 @@ from dyntables.errors import SqlSyntaxError
 class _Tokenizer(Spark.Tokenizer):
     # sqlglot swallows everything after SHOW / EXPLAIN into one string token; our
     # statements (SHOW DYNAMIC TABLES, EXPLAIN DYNAMIC TABLE) need real tokens.
-    COMMANDS: set[TokenType] = set()
+    COMMANDS: set[TokenType] = set()  # type: ignore[misc]
 
 
 _TOKENIZER = _Tokenizer(dialect=Spark())
