@@ -71,3 +71,26 @@ def test_qualify_resolves_in_the_current_namespace(lh: Lakehouse) -> None:
     assert str(lh.qualify("t")) == f"{lh.catalog}.public.t"
     assert str(lh.qualify("other.t")) == f"{lh.catalog}.other.t"
     assert str(lh.qualify("c.n.t")) == "c.n.t"
+
+
+def test_a_session_the_user_built_and_another_catalog(lh: Lakehouse, tmp_path, unique) -> None:
+    """Lakehouse(spark=..., catalog=...): what a cluster user does with their own session."""
+    spark = lh.spark
+    spark.conf.set("spark.sql.catalog.other", "org.apache.iceberg.spark.SparkCatalog")
+    spark.conf.set("spark.sql.catalog.other.type", "hadoop")
+    spark.conf.set("spark.sql.catalog.other.warehouse", str(tmp_path / "other"))
+    spark.conf.set("spark.sql.catalog.other.cache-enabled", "false")
+    borrowed = Lakehouse(spark=spark, catalog="other")
+    try:
+        src, dt = unique("src"), unique("dt")
+        borrowed.sql(f"CREATE TABLE {src} (a INT); INSERT INTO {src} VALUES (1), (2)")
+        borrowed.sql(f"CREATE DYNAMIC TABLE {dt} AS SELECT count(*) AS n FROM {src}")
+        borrowed.sql(f"INSERT INTO {src} VALUES (3)")
+        assert borrowed.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+        assert rows(spark.sql(f"SELECT * FROM other.public.{dt}")) == [(3,)]
+        history = borrowed.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
+        assert history.workspace_name == "other"
+    finally:
+        borrowed.close()  # borrowed session: close() must not stop it
+        lh.sql(f"USE {lh.catalog}.{lh.namespace}")
+    assert spark.sql("SELECT 1").first()[0] == 1

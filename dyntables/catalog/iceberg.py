@@ -72,7 +72,9 @@ class IcebergTable:
         return str(self._t.location())
 
     def properties(self) -> dict[str, str]:
-        return dict(self._t.properties())
+        """All properties in one py4j round trip (as JSON), not one per entry."""
+        mapper = self.spark._jvm.org.apache.iceberg.util.JsonUtil.mapper()
+        return dict(json.loads(mapper.writeValueAsString(self._t.properties())))
 
     def current_snapshot(self) -> SnapshotInfo | None:
         snap = self._t.currentSnapshot()

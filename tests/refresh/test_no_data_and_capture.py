@@ -1,0 +1,72 @@
+"""NO_DATA costs no Spark job; every change-capture path gives exact changes."""
+
+from __future__ import annotations
+
+import json
+
+from dyntables import Lakehouse
+from tests.oracle import assert_oracle
+
+
+def _jobs_started(lh: Lakehouse) -> int:
+    """Spark's own job counter: every job of the application, whatever its group."""
+    return int(lh.spark.sparkContext._jsc.sc().statusStore().jobsList(None).size())
+
+
+def test_no_data_refresh_runs_no_spark_job_and_makes_no_commit(lh: Lakehouse, unique, monkeypatch) -> None:
+    src, dt = unique("src"), unique("dt")
+    lh.sql(f"CREATE TABLE {src} (k STRING, v INT); INSERT INTO {src} VALUES ('a', 1)")
+    lh.sql(f"CREATE DYNAMIC TABLE {dt} AS SELECT k, SUM(v) AS s FROM {src} GROUP BY k")
+    snapshots = lh.sql(f"SELECT count(*) FROM public.{dt}.snapshots").first()[0]
+    registry = lh.commands.registry
+    recorded: list = []
+    # the history row is written by its own job; count only the refresh's work
+    monkeypatch.setattr(registry.history, "append", recorded.extend)
+    jobs = _jobs_started(lh)
+    outcome = registry.refresher.refresh(registry.get(lh.qualify(dt)))
+    assert outcome.refresh_mode == "NO_DATA"
+    assert _jobs_started(lh) == jobs
+    assert [r.refresh_mode for r in recorded] == ["NO_DATA"]
+    assert lh.sql(f"SELECT count(*) FROM public.{dt}.snapshots").first()[0] == snapshots
+    # while an incremental refresh does run jobs
+    lh.sql(f"INSERT INTO {src} VALUES ('a', 2)")
+    jobs = _jobs_started(lh)
+    outcome = registry.refresher.refresh(registry.get(lh.qualify(dt)))
+    assert outcome.refresh_mode == "INCREMENTAL"
+    assert _jobs_started(lh) > jobs
+
+
+def _capture(lh: Lakehouse, dt: str) -> str:
+    latest = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
+    stats = json.loads(latest.stats)
+    return next(v for k, v in stats.items() if k.startswith("capture."))
+
+
+def test_capture_paths_append_changelog_and_merge_on_read(lh: Lakehouse, unique) -> None:
+    cow, mor, dt = unique("cow"), unique("mor"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE TABLE {cow} (k INT, v STRING);
+        CREATE TABLE {mor} (k INT, v STRING) TBLPROPERTIES ('write.delete.mode'='merge-on-read',
+          'write.update.mode'='merge-on-read', 'write.merge.mode'='merge-on-read');
+        INSERT INTO {cow} VALUES (1, 'a'), (2, 'b'), (2, 'b');
+        INSERT INTO {mor} VALUES (1, 'x'), (2, 'y'), (3, 'z');
+        CREATE DYNAMIC TABLE {dt} REFRESH_MODE = INCREMENTAL AS SELECT c.k, c.v, m.v AS mv FROM {cow} c JOIN {mor} m ON c.k = m.k
+        """
+    )
+    lh.sql(f"INSERT INTO {cow} VALUES (3, 'c')")
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+    assert _capture(lh, dt) == "append"
+    assert_oracle(lh, dt)
+    lh.sql(f"DELETE FROM {cow} WHERE k = 1; UPDATE {cow} SET v = 'B' WHERE k = 2")
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+    assert _capture(lh, dt) == "changelog"
+    assert_oracle(lh, dt)
+    # merge-on-read writes delete files, which changelog scans reject: snapshot diff
+    lh.sql(f"DELETE FROM {mor} WHERE k = 3; UPDATE {mor} SET v = 'Y' WHERE k = 2")
+    assert lh.sql(f"SELECT count(*) FROM public.{mor}.delete_files").first()[0] > 0
+    refreshed = lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first()
+    assert refreshed.refresh_mode == "INCREMENTAL"
+    stats = json.loads(lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first().stats)
+    assert stats[f"capture.{mor}"] == "snapshot_diff"
+    assert_oracle(lh, dt)
