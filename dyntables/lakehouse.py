@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from dyntables.commands import Commands
+    from dyntables.scheduler import Scheduler
+    from dyntables.scheduler.events import Listener
 
 
 class Lakehouse:
@@ -54,6 +56,7 @@ class Lakehouse:
         self._run_spark(f"CREATE NAMESPACE IF NOT EXISTS `{self.catalog}`.`{self.namespace}`")
         self._run_spark(f"USE `{self.catalog}`.`{self.namespace}`")
         self._commands: Commands | None = None
+        self._scheduler: Scheduler | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> Lakehouse:
@@ -63,6 +66,7 @@ class Lakehouse:
         self.close()
 
     def close(self) -> None:
+        self.stop_scheduler()
         if self._commands is not None:
             self._commands.close()
             self._commands = None
@@ -103,6 +107,47 @@ class Lakehouse:
 
             self._commands = Commands(self)
         return self._commands
+
+    # -- scheduling ------------------------------------------------------------------------
+    def start_scheduler(
+        self,
+        workers: int = 4,
+        tick: float = 1.0,
+        *,
+        namespaces: list[str] | None = None,
+        tables: list[str] | None = None,
+        max_failures: int = 5,
+        listeners: list[Listener] | None = None,
+    ) -> Scheduler:
+        """Refresh due dynamic tables on a background thread (what ``dyntables scheduler``
+        does in the foreground). Scope: ``tables`` (names as written) or ``namespaces``
+        (default: all). Log lines go to ``logging`` unless ``listeners`` are given."""
+        from dyntables.scheduler import Policy, Scheduler, SchedulerConfig
+        from dyntables.scheduler.events import logging_listener
+
+        if self._scheduler is not None and self._scheduler.running:
+            raise DynTablesError(
+                "a scheduler is already running in this Lakehouse; stop it with stop_scheduler()"
+            )
+        config = SchedulerConfig(
+            workers=workers,
+            tick=tick,
+            policy=Policy(max_failures=max_failures),
+            namespaces=tuple(namespaces) if namespaces is not None else None,
+            tables=tuple(str(self.qualify(t)) for t in tables) if tables is not None else None,
+        )
+        self._scheduler = Scheduler(
+            self.commands.registry,
+            config,
+            listeners=listeners if listeners is not None else [logging_listener()],
+        )
+        return self._scheduler.start()
+
+    def stop_scheduler(self, timeout: float | None = None) -> bool:
+        """Stop the background scheduler after its refreshes in flight (up to ``timeout``
+        seconds, default 60); True when none was left running."""
+        scheduler, self._scheduler = self._scheduler, None
+        return scheduler.stop(timeout) if scheduler is not None else True
 
     # -- names -----------------------------------------------------------------------------
     def qualify(self, name: TableName | str) -> TableName:

@@ -35,6 +35,7 @@ examples:
   dyntables sql -f pipeline.sql
   dyntables --warehouse ./wh shell
   dyntables --conf spark.master=spark://host:7077 sql -e "SHOW TABLES"
+  dyntables scheduler --workers 4          # refresh due dynamic tables until Ctrl-C
 
 settings come from --flags, then $DYNTABLES_WAREHOUSE, then the nearest dyntables.toml
 ([dyntables] warehouse/catalog/namespace, [spark] settings) up from the current folder.
@@ -86,6 +87,47 @@ def build_parser() -> argparse.ArgumentParser:
     version = _add_command(commands, "version", "print dyntables, pyspark and Iceberg versions")
     version.set_defaults(handler=_cmd_version)
 
+    scheduler = _add_command(
+        commands, "scheduler", "refresh dynamic tables on their intervals (foreground service)"
+    )
+    scheduler.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=4,
+        metavar="N",
+        help="refreshes at once (default: 4)",
+    )
+    scheduler.add_argument(
+        "--tick",
+        type=_positive_float,
+        default=1.0,
+        metavar="SECONDS",
+        help="how often to re-read the catalog when idle (default: 1)",
+    )
+    scheduler.add_argument(
+        "--namespace",
+        action="append",
+        dest="namespaces",
+        metavar="NS",
+        help="only tables in this namespace (repeatable; default: all)",
+    )
+    scheduler.add_argument(
+        "--max-failures",
+        type=_positive_int,
+        default=5,
+        metavar="N",
+        help="suspend a table after N consecutive failures (default: 5)",
+    )
+    scheduler.add_argument(
+        "--stop-timeout",
+        type=_positive_float,
+        default=60.0,
+        metavar="SECONDS",
+        help="on SIGINT/SIGTERM, wait this long for refreshes in flight (default: 60)",
+    )
+    scheduler.add_argument("--once", action="store_true", help="run the tables due now, then exit")
+    scheduler.set_defaults(handler=_cmd_scheduler)
+
     demo = _add_command(commands, "demo", "run the built-in demo pipeline")
     demo.add_argument("--duration", type=_positive_float, metavar="N", help="stop after N seconds")
     demo.add_argument("--no-live", dest="live", action="store_false", help="no live view")
@@ -94,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_float,
         default=1.0,
         metavar="SECONDS",
-        help="seconds between updates (default: 1)",
+        help="refresh interval of the demo's tables, and seconds between order batches (default: 1)",
     )
     demo.set_defaults(handler=_cmd_demo)
     return parser
@@ -129,6 +171,21 @@ def _cmd_shell(args: argparse.Namespace, factory: LakehouseFactory) -> int:
 def _cmd_version(args: argparse.Namespace, factory: LakehouseFactory) -> int:
     print("\n".join(version_lines()), flush=True)
     return EXIT_OK
+
+
+def _cmd_scheduler(args: argparse.Namespace, factory: LakehouseFactory) -> int:
+    from dyntables.scheduler import Policy, SchedulerConfig
+    from dyntables.scheduler.service import serve
+
+    config = SchedulerConfig(
+        workers=args.workers,
+        tick=args.tick,
+        policy=Policy(max_failures=args.max_failures),
+        namespaces=tuple(args.namespaces) if args.namespaces else None,
+        stop_timeout=args.stop_timeout,
+    )
+    with _lakehouse(args, factory) as lh:
+        return serve(lh, config, once=args.once)
 
 
 def _cmd_demo(args: argparse.Namespace, factory: LakehouseFactory) -> int:
@@ -242,6 +299,16 @@ def _non_negative_int(text: str) -> int:
         value = -1
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return value
 
 
