@@ -154,9 +154,14 @@ def pin_sources(
         if not table.name or (not table.db and table.name.lower() in ctes):
             continue
         name = qualify(table_name(table))
-        snapshot = versions[name]
         alias = table.alias or table.name
         full = exp.to_table(".".join(f"`{p}`" for p in name.parts), dialect="spark")
+        if table.args.get("version") is not None:  # the user pinned it: keep their version
+            full.set("version", table.args["version"].copy())
+            full.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+            table.replace(full)
+            continue
+        snapshot = versions[name]
         if snapshot is None:
             empty = exp.select("*").from_(full).where(exp.false()).subquery(alias)
             table.replace(empty)
