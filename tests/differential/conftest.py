@@ -1,0 +1,29 @@
+"""Fixtures of the differential suite: one Harness on the session's Lakehouse, and a
+summary of what the suite checked at the end of the run."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.differential.harness import Harness, Stats
+
+STATS = Stats()
+
+
+@pytest.fixture(scope="session")
+def harness(lh) -> Harness:  # type: ignore[no-untyped-def]
+    return Harness(lh, STATS)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # type: ignore[no-untyped-def]
+    if not STATS.scenarios:
+        return
+    s = STATS
+    terminalreporter.write_line(
+        f"differential: {s.scenarios} scenarios, {s.queries} queries, {s.refreshes} refreshes checked "
+        f"(INCREMENTAL {s.modes['INCREMENTAL']}, FULL {s.modes['FULL']}, forced FULL {s.modes['forced']}, "
+        f"NO_DATA {s.modes['NO_DATA']}, injected failures {s.modes['faults']}), {s.mismatches} mismatches, "
+        f"{s.known_bugs} known bugs reproduced, {s.seconds:.0f} s"
+    )
+    if config.getoption("verbose") > 0:
+        terminalreporter.write_line(s.coverage_table())

@@ -1,0 +1,236 @@
+"""The long differential profile: ``python -m tests.differential.fuzz [--budget SECONDS] [--seed N]``
+(``make fuzz ARGS="--budget 600"``).
+
+It starts its own Lakehouse on a temporary warehouse and runs generated scenarios
+(seed N, N+1, ...; shapes in turn) until the time budget is spent, checking every
+refresh against the oracle (see ``tests/differential/harness.py``). A failing scenario
+is shrunk (steps and rows removed while it still fails the same way) and written as a
+``.scn`` file to add to ``tests/differential/scenarios/``; ``--seed N --count 1
+--shape S`` replays one generated scenario exactly, ``--replay FILE.scn`` a file.
+Exit status 1 when a scenario failed.
+
+The summary ends with a coverage table, one row per query shape (a query counts in
+every shape it contains; ``(all)`` counts each query once):
+
+  shape      a feature of the query: filter, inner_join, left_join, right_join,
+             full_join, self_join, join_residual (extra ON condition), semi_join
+             (EXISTS / IN), anti_join (NOT EXISTS), group_by, global_agg, having,
+             min_max, avg, nested_agg (aggregate over an aggregate), distinct,
+             union_all, union, window_rownum, window_rank, window_agg, window_dedup
+             (ROW_NUMBER() = 1), subquery (in FROM), cte, dt_over_dt (a dynamic table
+             reading another), twin (the same query refreshed once at the end),
+             rejected (built outside the compiler's grammar; rejected:<kind> says how)
+  queries    dynamic tables created with such a query
+  rejected   of those, how many the compiler rejected (they must always refresh FULL)
+  refreshes  refreshes of those tables that were checked (all kinds below)
+  INCR       refreshes that ran INCREMENTAL
+  FULL       refreshes that ran FULL on their own (compiler rejection, ...)
+  forced     FULL refreshes the suite forced (they must not change the contents)
+  NO_DATA    refreshes with no source change (they must make no snapshot)
+  faults     refreshes failed on purpose at a fault point (then recovered)
+  incr%      INCR / (INCR + FULL): how often a refresh with changes ran incrementally
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from tests.differential.generate import SHAPES, Scenario, Step, parse_scenario, scenario_from_seed
+from tests.differential.harness import Harness, Result, Stats
+
+
+def shrink(harness: Harness, failing: Result, budget: float, log=print) -> Scenario:
+    """Greedy shrinking: drop what follows the failing step, then steps, DTs and rows
+    one at a time, keeping each removal while the scenario still fails the same way."""
+    deadline = time.monotonic() + budget
+    scenario = failing.scenario
+    if failing.failed_step is not None:
+        scenario = replace(scenario, steps=scenario.steps[: failing.failed_step + 1])
+    mismatch = failing.mismatch
+
+    def still_fails(candidate: Scenario) -> bool:
+        result = harness.run(candidate)
+        return not result.ok and result.error is None and result.mismatch == mismatch
+
+    def candidates(sc: Scenario):
+        steps = sc.steps
+        # a whole dynamic table (and every step naming it)
+        for dt in reversed(sc.dynamic_tables[1:]):
+            kept = [s for s in steps if dt not in s.args[:2] or s.op == "sql"]
+            yield replace(sc, steps=kept, tags={k: v for k, v in sc.tags.items() if k != dt})
+        # one step at a time, latest first (never a CREATE TABLE)
+        for i in range(len(steps) - 2, -1, -1):
+            s = steps[i]
+            if s.op == "create_dt" or (
+                s.op == "sql" and s.args[0].upper().startswith("CREATE TABLE")
+            ):
+                continue
+            yield replace(sc, steps=steps[:i] + steps[i + 1 :])
+        # one row of a multi-row INSERT
+        for i, s in enumerate(steps):
+            if (
+                s.op != "sql"
+                or " VALUES (" not in s.args[0]
+                or not s.args[0].startswith("INSERT INTO")
+            ):
+                continue
+            head, rows = s.args[0].split(" VALUES ", 1)
+            parts = _split_rows(rows)
+            for j in range(len(parts)):
+                if len(parts) > 1:
+                    text = f"{head} VALUES {', '.join(parts[:j] + parts[j + 1 :])}"
+                    yield replace(sc, steps=steps[:i] + [Step("sql", (text,))] + steps[i + 1 :])
+
+    improved = True
+    tries = 0
+    while improved and time.monotonic() < deadline:
+        improved = False
+        for candidate in candidates(scenario):
+            if time.monotonic() >= deadline:
+                break
+            tries += 1
+            if still_fails(candidate):
+                scenario = candidate
+                improved = True
+                log(f"  shrink: {len(scenario.steps)} steps")
+                break
+    log(f"  shrink: {tries} tries, {len(scenario.steps)} steps left")
+    return replace(scenario, name=f"{scenario.name}-shrunk")
+
+
+def _split_rows(values: str) -> list[str]:
+    rows, depth, cur, quoted = [], 0, "", False
+    for c in values:
+        if c == "'":
+            quoted = not quoted
+        if not quoted and c == "(":
+            depth += 1
+        if not quoted and c == ")":
+            depth -= 1
+        if not quoted and depth == 0 and c == ",":
+            rows.append(cur.strip())
+            cur = ""
+            continue
+        cur += c
+    if cur.strip():
+        rows.append(cur.strip())
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.differential.fuzz", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--budget", type=float, default=600.0, help="seconds to spend generating (default 600)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=None, help="first seed (default: from the clock; printed)"
+    )
+    parser.add_argument("--count", type=int, default=None, help="stop after this many scenarios")
+    parser.add_argument(
+        "--shape", choices=SHAPES, action="append", help="only these shapes (repeatable)"
+    )
+    parser.add_argument("--no-faults", action="store_true", help="do not inject refresh failures")
+    parser.add_argument(
+        "--with-known-bugs",
+        action="store_true",
+        help="also generate what hits the known bugs of scenarios/bug-*.scn (NaN, -Infinity, 1e17 "
+        "and -0.0 in DOUBLE columns; expire_snapshots on sources)",
+    )
+    parser.add_argument(
+        "--replay", type=Path, action="append", help="run a .scn scenario file instead"
+    )
+    parser.add_argument(
+        "--shrink-budget", type=float, default=300.0, help="seconds to shrink each failure"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="folder for failing scenarios (default: a temp folder)",
+    )
+    parser.add_argument(
+        "--warehouse", type=Path, default=None, help="warehouse folder (default: a temp folder)"
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every refresh")
+    args = parser.parse_args(argv)
+
+    seed = args.seed if args.seed is not None else int(time.time()) % 1_000_000
+    shapes = args.shape or list(SHAPES)
+    out_dir = args.out or Path(tempfile.gettempdir()) / f"dyntables-fuzz-{seed}"
+    warehouse = args.warehouse or Path(tempfile.mkdtemp(prefix="dyntables-fuzz-wh-"))
+    print(f"fuzz: seed {seed}, budget {args.budget:.0f} s, warehouse {warehouse}", flush=True)
+
+    from dyntables import Lakehouse
+
+    stats = Stats()
+    failures: list[tuple[Result, Path]] = []
+    started = time.monotonic()
+    with Lakehouse(
+        warehouse=warehouse,
+        conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
+    ) as lh:
+        harness = Harness(lh, stats, log=print if args.verbose else None)
+        if args.replay:
+            plan = [(parse_scenario(p.read_text(), p.stem), None) for p in args.replay]
+        else:
+            plan = None
+        i = 0
+        while True:
+            if plan is not None:
+                if i >= len(plan):
+                    break
+                scenario = plan[i][0]
+            else:
+                if args.count is not None and i >= args.count:
+                    break
+                if time.monotonic() - started >= args.budget:
+                    break
+                shape = shapes[i % len(shapes)]
+                scenario = scenario_from_seed(
+                    seed + i, shape, faults=not args.no_faults, known_bugs=args.with_known_bugs
+                )
+            result = harness.run(scenario)
+            status = "ok" if result.ok else ("ERROR(generator)" if result.error else "FAILED")
+            print(
+                f"[{time.monotonic() - started:6.0f}s] {scenario.name[:22]:<22} {scenario.shape or '-':<13} "
+                f"{status:<8} {result.seconds:5.1f}s  {result.modes()}",
+                flush=True,
+            )
+            if not result.ok:
+                print(result.report(), flush=True)
+            if not result.ok and result.error is None:
+                small = (
+                    shrink(harness, result, args.shrink_budget)
+                    if args.shrink_budget > 0
+                    else scenario
+                )
+                out_dir.mkdir(parents=True, exist_ok=True)
+                path = out_dir / f"{scenario.name}.scn"
+                header = "\n".join(f"-- failure: {f}" for f in result.failures)
+                path.write_text(small.to_text().replace("\n\n", f"\n{header}\n\n", 1))
+                failures.append((result, path))
+                print(f"  -> written {path}", flush=True)
+            i += 1
+    print()
+    print("=" * 78)
+    print(f"differential fuzz summary (seed {seed}, {time.monotonic() - started:.0f} s)")
+    print(stats.summary())
+    print()
+    print(stats.coverage_table())
+    if failures:
+        print()
+        print("failing scenarios (add them to tests/differential/scenarios/):")
+        for result, path in failures:
+            print(f"  {path}: {result.failures[0][:200]}")
+    return 1 if failures or stats.mismatches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

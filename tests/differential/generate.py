@@ -1,0 +1,1421 @@
+"""Random schemas, queries and change streams for the differential suite. Pure: no Spark.
+
+Everything is drawn through a :class:`Chooser`, a source of bounded integers:
+
+* :class:`RandomChooser` replays a seed (``python -m tests.differential.fuzz --seed N``),
+* :class:`HypothesisChooser` draws from hypothesis, so a failing example shrinks:
+  every choice shrinks towards 0, and every list here is ordered simplest first, so a
+  shrunk scenario has fewer tables, rows, joins, mutations and optional features.
+
+A :class:`Scenario` is a list of steps (SQL statements, dynamic table definitions,
+refreshes and checks) over short table names (``t0``, ``dt0``); the harness renames
+them per run. :meth:`Scenario.to_text` / :func:`parse_scenario` are the regression
+corpus format (``tests/differential/scenarios/*.scn``), documented in its README.
+
+Queries are built to be deterministic (the oracle must have one right answer):
+ROW_NUMBER is ordered by every output column (so tied rows are identical), DOUBLE
+values computed by aggregation are never compared, grouped or ordered on, and
+``ORDER BY ... LIMIT`` orders by every output column.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import random
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
+
+# -- choosers -------------------------------------------------------------------------------
+
+
+class Chooser(Protocol):
+    def int(self, lo: int, hi: int) -> int: ...
+
+
+class RandomChooser:
+    """Seeded choices; the same seed gives the same scenario."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self._rng = random.Random(seed)
+
+    def int(self, lo: int, hi: int) -> int:
+        return self._rng.randint(lo, hi)
+
+
+class HypothesisChooser:
+    """Choices drawn from hypothesis (``draw`` of ``st.composite`` or ``data.draw``)."""
+
+    def __init__(self, draw: Callable[..., int]) -> None:
+        from hypothesis import strategies as st
+
+        self._draw = draw
+        self._st = st
+
+    def int(self, lo: int, hi: int) -> int:
+        return self._draw(self._st.integers(lo, hi))
+
+
+def pick(ch: Chooser, seq: Sequence[T]) -> T:
+    """One element; shrinks towards the first."""
+    return seq[ch.int(0, len(seq) - 1)]
+
+
+def chance(ch: Chooser, p: float) -> bool:
+    """True with probability ``p``; shrinks towards False (the feature left out)."""
+    return ch.int(0, 999) >= round((1 - p) * 1000)
+
+
+def subset(ch: Chooser, seq: Sequence[T], lo: int, hi: int) -> list[T]:
+    """``lo``..``hi`` distinct elements, in the order of ``seq``."""
+    pool = list(seq)
+    n = ch.int(lo, min(hi, len(pool)))
+    chosen: list[T] = []
+    for _ in range(n):
+        chosen.append(pool.pop(ch.int(0, len(pool) - 1)))
+    return [x for x in seq if x in chosen]
+
+
+# -- types, columns, literals ----------------------------------------------------------------
+
+INT, BIGINT, DEC, DBL, STR, DATE, TS = (
+    "INT",
+    "BIGINT",
+    "DECIMAL(10,2)",
+    "DOUBLE",
+    "STRING",
+    "DATE",
+    "TIMESTAMP",
+)
+INTEGRAL = (INT, BIGINT)
+ORDERABLE = (INT, BIGINT, DEC, DBL, STR, DATE, TS)
+
+
+def same_kind(a: str, b: str) -> bool:
+    return a == b or (a in INTEGRAL and b in INTEGRAL)
+
+
+@dataclass(frozen=True)
+class Col:
+    name: str
+    type: str
+    key: bool = False  # a join/group key with a tiny domain (0..3 and NULL)
+    exact: bool = True  # False: a DOUBLE computed by aggregation; never compared or grouped on
+
+
+MERGE_ON_READ = (
+    "TBLPROPERTIES ('write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read', "
+    "'write.merge.mode'='merge-on-read')"
+)
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    cols: tuple[Col, ...]
+    options: str = ""  # e.g. PARTITIONED BY (k), or merge-on-read deletes (delete files)
+
+    def ddl(self) -> str:
+        cols = ", ".join(f"{c.name} {c.type}" for c in self.cols)
+        return f"CREATE TABLE {self.name} ({cols})" + (f" {self.options}" if self.options else "")
+
+
+# optional columns of a source table, simplest first; ``k INT`` is always there
+OPTIONAL_COLS = (
+    Col("n", INT),
+    Col("s", STR),
+    Col("j", BIGINT, key=True),
+    Col("d", DEC),
+    Col("x", DBL),
+    Col("dd", DATE),
+    Col("ts", TS),
+)
+
+KEY_VALUES = ("1", "2", "0", "3", "NULL")
+VALUES: dict[str, tuple[str, ...]] = {
+    INT: ("1", "0", "2", "-1", "5", "NULL", "9"),
+    BIGINT: ("1", "2", "0", "3", "NULL"),
+    DEC: ("1.50", "0.00", "2.25", "-1.25", "NULL", "10.10", "3.33"),
+    DBL: ("1.5", "0.0", "0.1", "2.25", "NULL", "-3.5", "0.3"),
+    STR: ("'a'", "'b'", "''", "'ab'", "NULL", "'B'"),
+    DATE: (
+        "DATE '2024-02-29'",
+        "DATE '2024-01-31'",
+        "DATE '2023-12-31'",
+        "NULL",
+        "DATE '2024-03-01'",
+    ),
+    TS: (
+        "TIMESTAMP '2024-01-31 23:30:00'",
+        "TIMESTAMP '2024-02-29 00:00:00'",
+        "NULL",
+        "TIMESTAMP '2023-12-31 12:15:30'",
+    ),
+}
+
+
+# Values that hit known bugs (bug-double-sum-*.scn): left out unless asked for
+# (``python -m tests.differential.fuzz --with-known-bugs``), so they do not drown new findings.
+EXTREME_VALUES: dict[str, tuple[str, ...]] = {
+    **VALUES,
+    DBL: (*VALUES[DBL], "CAST('NaN' AS DOUBLE)", "CAST('-Infinity' AS DOUBLE)", "1e17", "-0.0"),
+}
+
+
+def value(ch: Chooser, col: Col, pools: dict[str, tuple[str, ...]] = VALUES) -> str:
+    """A literal for a column in INSERT/UPDATE/MERGE (Spark casts it on write)."""
+    return pick(ch, KEY_VALUES if col.key else pools[col.type])
+
+
+def typed_literal(ch: Chooser, typ: str, allow_null: bool = False) -> str:
+    """A literal of exactly ``typ`` for use inside a query expression."""
+    raw = pick(ch, [v for v in VALUES[typ] if v != "NULL"] + (["NULL"] if allow_null else []))
+    if raw == "NULL":
+        return f"CAST(NULL AS {typ})"
+    if typ in (DEC, DBL):
+        return f"CAST({raw} AS {typ})"
+    return raw
+
+
+# -- query building ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A column reference in scope: its SQL, type, and whether it is a key / exact."""
+
+    sql: str
+    type: str
+    key: bool = False
+    exact: bool = True
+
+
+@dataclass
+class Rel:
+    from_sql: str
+    scope: list[Ref]
+    tables: set[str]
+    tags: set[str] = field(default_factory=set)
+    grammar: bool = True
+    where: list[str] = field(default_factory=list)  # conditions of comma / CROSS joins
+
+    def where_sql(self, extra: Sequence[str] = ()) -> str:
+        conj = [*self.where, *extra]
+        return f" WHERE {' AND '.join(conj)}" if conj else ""
+
+
+@dataclass
+class Query:
+    sql: str
+    cols: list[Col]
+    tags: set[str]
+    tables: set[str]
+    grammar: bool = True  # False: built on purpose outside the compiler's grammar
+
+
+SHAPES = (
+    "filter",
+    "inner_join",
+    "outer_join",
+    "semi_join",
+    "anti_join",
+    "group_by",
+    "global_agg",
+    "distinct",
+    "union_all",
+    "union",
+    "window_dedup",
+    "window_rank",
+    "window_agg",
+    "subquery",
+    "cte",
+    "dt_over_dt",
+    "rejected",
+)
+
+REJECTED_KINDS = (
+    "limit",
+    "not_in",
+    "count_distinct",
+    "intersect",
+    "except",
+    "scalar_subquery",
+    "rollup",
+    "full_join_residual",
+    "bool_agg",
+    "non_equi_exists",
+)
+
+
+class QueryGen:
+    def __init__(self, ch: Chooser, tables: Sequence[Table]) -> None:
+        self.ch = ch
+        self.tables = list(tables)
+        self._ids = itertools.count()
+
+    def alias(self, prefix: str) -> str:
+        return f"{prefix}{next(self._ids)}"
+
+    # -- expressions -------------------------------------------------------------------------
+    def cols_of(self, scope: Sequence[Ref], typ: str) -> list[Ref]:
+        return [r for r in scope if r.exact and same_kind(r.type, typ)]
+
+    def atom(self, scope: Sequence[Ref], typ: str) -> str:
+        cols = self.cols_of(scope, typ)
+        if cols and not chance(self.ch, 0.15):
+            return pick(self.ch, cols).sql
+        return typed_literal(self.ch, typ)
+
+    def expr(self, scope: Sequence[Ref], typ: str, depth: int = 1) -> str:
+        """An expression of type ``typ`` over ``scope``."""
+        ch = self.ch
+        if depth <= 0 or not chance(ch, 0.45):
+            return self.atom(scope, typ)
+        d = depth - 1
+        sub = lambda t: self.expr(scope, t, d)  # noqa: E731
+        if typ in INTEGRAL:
+            forms: list[Callable[[], str]] = [
+                lambda: f"({sub(INT)} + {sub(INT)})",
+                lambda: f"coalesce({sub(INT)}, 0)",
+                lambda: f"({sub(INT)} * 2)",
+                lambda: f"({sub(INT)} - {sub(INT)})",
+                lambda: f"abs({sub(INT)})",
+                lambda: f"year({sub(DATE)})",
+                lambda: f"month({sub(TS)})",
+                lambda: f"day({sub(DATE)})",
+                lambda: f"hour({sub(TS)})",
+                lambda: f"length({sub(STR)})",
+                lambda: f"CAST({sub(DEC)} AS INT)",
+                lambda: f"CAST({sub(DBL)} AS INT)",
+                lambda: f"pmod({sub(INT)}, 3)",
+                lambda: f"CASE WHEN {self.pred(scope, d)} THEN {sub(INT)} ELSE {sub(INT)} END",
+            ]
+        elif typ == DEC:
+            forms = [
+                lambda: f"({sub(DEC)} + {sub(DEC)})",
+                lambda: f"coalesce({sub(DEC)}, CAST(0 AS DECIMAL(10,2)))",
+                lambda: f"({sub(DEC)} * 2)",
+                lambda: f"round({sub(DEC)}, 1)",
+                lambda: f"CAST({sub(INT)} AS DECIMAL(10,2))",
+                lambda: f"abs({sub(DEC)})",
+                lambda: f"CASE WHEN {self.pred(scope, d)} THEN {sub(DEC)} ELSE {sub(DEC)} END",
+            ]
+        elif typ == DBL:
+            forms = [
+                lambda: f"({sub(DBL)} + {sub(DBL)})",
+                lambda: f"coalesce({sub(DBL)}, CAST(0 AS DOUBLE))",
+                lambda: f"({sub(DBL)} * 0.5)",
+                lambda: f"CAST({sub(INT)} AS DOUBLE)",
+                lambda: f"CAST({sub(DEC)} AS DOUBLE)",
+                lambda: f"abs({sub(DBL)})",
+                lambda: f"CASE WHEN {self.pred(scope, d)} THEN {sub(DBL)} ELSE {sub(DBL)} END",
+            ]
+        elif typ == STR:
+            forms = [
+                lambda: f"upper({sub(STR)})",
+                lambda: f"concat({sub(STR)}, '_')",
+                lambda: f"coalesce({sub(STR)}, 'none')",
+                lambda: f"lower({sub(STR)})",
+                lambda: f"concat({sub(STR)}, CAST({sub(INT)} AS STRING))",
+                lambda: f"substr({sub(STR)}, 1, 1)",
+                lambda: f"CAST({sub(DATE)} AS STRING)",
+                lambda: f"CASE WHEN {self.pred(scope, d)} THEN {sub(STR)} ELSE {sub(STR)} END",
+            ]
+        elif typ == DATE:
+            forms = [
+                lambda: f"date_add({sub(DATE)}, 1)",
+                lambda: f"CAST({sub(TS)} AS DATE)",
+                lambda: f"coalesce({sub(DATE)}, DATE '2024-01-01')",
+                lambda: f"last_day({sub(DATE)})",
+            ]
+        else:  # TIMESTAMP
+            forms = [lambda: f"coalesce({sub(TS)}, TIMESTAMP '2024-01-01 00:00:00')"]
+        return pick(ch, forms)()
+
+    def any_type(self, scope: Sequence[Ref], types: Sequence[str] = ORDERABLE) -> str:
+        """A type the scope has an exact column of (else INT)."""
+        have = [t for t in types if self.cols_of(scope, t)]
+        return pick(self.ch, have) if have else INT
+
+    def pred(self, scope: Sequence[Ref], depth: int = 1) -> str:
+        ch = self.ch
+        typ = self.any_type(scope)
+        forms: list[Callable[[], str]] = [
+            lambda: f"{self.atom(scope, typ)} = {typed_literal(ch, typ)}",
+            lambda: f"{self.atom(scope, typ)} IS NULL",
+            lambda: f"{self.atom(scope, typ)} IS NOT NULL",
+            lambda: (
+                f"{self.expr(scope, typ, depth)} {pick(ch, ['<', '>', '<=', '>=', '<>'])} {self.expr(scope, typ, depth)}"
+            ),
+            lambda: f"{self.atom(scope, typ)} <=> {self.atom(scope, typ)}",
+        ]
+        if self.cols_of(scope, INT):
+            forms += [
+                lambda: f"{self.atom(scope, INT)} IN (1, 2)",
+                lambda: f"{self.atom(scope, INT)} BETWEEN 0 AND 1",
+            ]
+        if self.cols_of(scope, STR):
+            forms.append(lambda: f"{self.atom(scope, STR)} LIKE 'a%'")
+        if depth > 0:
+            forms += [
+                lambda: f"({self.pred(scope, depth - 1)} AND {self.pred(scope, depth - 1)})",
+                lambda: f"({self.pred(scope, depth - 1)} OR {self.pred(scope, depth - 1)})",
+                lambda: f"NOT ({self.pred(scope, depth - 1)})",
+            ]
+        return pick(ch, forms)()
+
+    def projection(
+        self, scope: Sequence[Ref], lo: int = 1, hi: int = 4, prefix: str = "c"
+    ) -> tuple[list[str], list[Col]]:
+        """SELECT items ``expr AS c<i>``: at least one plain column, then expressions."""
+        ch = self.ch
+        items: list[str] = []
+        cols: list[Col] = []
+        exact = [r for r in scope if r.exact]
+        for i in range(ch.int(lo, hi)):
+            name = f"{prefix}{i}"
+            if exact and (i == 0 or chance(ch, 0.4)):
+                ref = pick(ch, exact)
+                items.append(f"{ref.sql} AS {name}")
+                cols.append(Col(name, ref.type, ref.key))
+                continue
+            typ = pick(ch, ORDERABLE)
+            items.append(f"{self.expr(scope, typ, 2)} AS {name}")
+            cols.append(Col(name, typ))
+        return items, cols
+
+    # -- FROM ----------------------------------------------------------------------------------
+    def scan(self, table: Table) -> Rel:
+        a = self.alias("l")
+        scope = [Ref(f"{a}.{c.name}", c.type, c.key, c.exact) for c in table.cols]
+        return Rel(f"{table.name} AS {a}", scope, {table.name})
+
+    def key_of(self, scope: Sequence[Ref]) -> Ref:
+        """A join / partition key: an integral key column, else an integral column, else
+        ``pmod(hash(col), 4)`` (an INT with a tiny domain, comparable with any key)."""
+        keys = [r for r in scope if r.key and r.exact] or [
+            r for r in scope if r.type in INTEGRAL and r.exact
+        ]
+        if keys:
+            return pick(self.ch, keys)
+        ref = pick(self.ch, [r for r in scope if r.exact] or list(scope))
+        return Ref(f"pmod(hash({ref.sql}), 4)", INT, True)
+
+    def from_clause(
+        self, max_tables: int = 3, outer: bool = True, first: Table | None = None
+    ) -> Rel:
+        ch = self.ch
+        rel = self.scan(first or pick(ch, self.tables))
+        for _ in range(ch.int(1, max_tables) - 1):
+            table = pick(ch, self.tables)
+            right = self.scan(table)
+            kinds = (
+                [
+                    "JOIN",
+                    "LEFT JOIN",
+                    "RIGHT JOIN",
+                    "FULL JOIN",
+                    "LEFT SEMI JOIN",
+                    "LEFT ANTI JOIN",
+                    "CROSS JOIN",
+                    ",",
+                ]
+                if outer
+                else ["JOIN", "CROSS JOIN", ","]
+            )
+            kind = pick(ch, kinds)
+            lk, rk = self.key_of(rel.scope), self.key_of(right.scope)
+            left_key = lk.sql
+            if chance(ch, 0.1):  # a key expression: NULL keys match 0
+                left_key = f"coalesce({lk.sql}, 0)"
+                rel.tags.add("join_expression")
+            cond = f"{left_key} = {rk.sql}"
+            if kind == "JOIN" and chance(ch, 0.1):  # no equality at all
+                cond = f"{lk.sql} {pick(ch, ['<', '<=', '<>'])} {rk.sql}"
+                rel.tags.add("non_equi_join")
+            if chance(ch, 0.2):
+                lk2, rk2 = self.key_of(rel.scope), self.key_of(right.scope)
+                cond += f" AND {lk2.sql} = {rk2.sql}"
+            if chance(ch, 0.15):
+                if kind == "JOIN":
+                    cond += f" AND {self.pred(rel.scope + right.scope, 0)}"
+                    rel.tags.add("join_residual")
+                elif kind in ("LEFT JOIN", "LEFT SEMI JOIN", "LEFT ANTI JOIN"):
+                    cond += f" AND {self.pred(right.scope, 0)}"  # right side only: pushed below the join
+                    rel.tags.add("join_residual")
+            if table.name in rel.tables:
+                rel.tags.add("self_join")
+            rel.tags.add(
+                {
+                    "JOIN": "inner_join",
+                    "LEFT JOIN": "left_join",
+                    "RIGHT JOIN": "right_join",
+                    "FULL JOIN": "full_join",
+                    "LEFT SEMI JOIN": "semi_join",
+                    "LEFT ANTI JOIN": "anti_join",
+                    "CROSS JOIN": "cross_join",
+                    ",": "cross_join",
+                }[kind]
+            )
+            if kind == ",":
+                from_sql = f"{rel.from_sql}, {right.from_sql}"
+            elif kind == "CROSS JOIN":
+                from_sql = f"{rel.from_sql} CROSS JOIN {right.from_sql}"
+            else:
+                from_sql = f"{rel.from_sql} {kind} {right.from_sql} ON {cond}"
+            scope = rel.scope if "SEMI" in kind or "ANTI" in kind else rel.scope + right.scope
+            rel = Rel(
+                from_sql, scope, rel.tables | right.tables, rel.tags, rel.grammar, list(rel.where)
+            )
+            if kind in (",", "CROSS JOIN"):
+                rel.where.append(cond)  # the join condition, in WHERE
+        return rel
+
+    def where(self, rel: Rel, semi: bool = True) -> str:
+        """A WHERE clause (may be empty) with plain predicates and EXISTS / IN subqueries."""
+        ch = self.ch
+        conj: list[str] = []
+        if chance(ch, 0.6):
+            conj.append(self.pred(rel.scope, 1))
+            rel.tags.add("filter")
+        if semi and chance(ch, 0.25):
+            conj.append(self.semi(rel, pick(ch, ["exists", "in", "not_exists"])))
+        return rel.where_sql(conj)
+
+    def semi(self, rel: Rel, kind: str) -> str:
+        ch = self.ch
+        table = pick(ch, self.tables)
+        inner = self.scan(table)
+        rel.tables |= inner.tables
+        outer_key = self.key_of(rel.scope)
+        inner_key = self.key_of(inner.scope)
+        local = f" AND {self.pred(inner.scope, 0)}" if chance(ch, 0.4) else ""
+        if kind == "in":
+            rel.tags.add("semi_join")
+            where = f" WHERE {self.pred(inner.scope, 0)}" if local else ""
+            return f"{outer_key.sql} IN (SELECT {inner_key.sql} FROM {inner.from_sql}{where})"
+        neg = "NOT " if kind == "not_exists" else ""
+        rel.tags.add("anti_join" if neg else "semi_join")
+        return f"{neg}EXISTS (SELECT 1 FROM {inner.from_sql} WHERE {inner_key.sql} = {outer_key.sql}{local})"
+
+    # -- query shapes ----------------------------------------------------------------------------
+    def spj(
+        self, max_tables: int = 3, outer: bool = True, semi: bool = True, prefix: str = "c"
+    ) -> Query:
+        rel = self.from_clause(max_tables, outer)
+        where = self.where(rel, semi)
+        items, cols = self.projection(rel.scope, prefix=prefix)
+        sql = f"SELECT {', '.join(items)} FROM {rel.from_sql}{where}"
+        return Query(sql, cols, set(rel.tags), rel.tables, rel.grammar)
+
+    def aggregate(self, global_: bool = False, prefix: str = "c", rel: Rel | None = None) -> Query:
+        ch = self.ch
+        rel = rel or self.from_clause(2)
+        where = self.where(rel)
+        tags = set(rel.tags)
+        items: list[str] = []
+        cols: list[Col] = []
+        keys: list[str] = []
+        if not global_:
+            tags.add("group_by")
+            for _ in range(ch.int(1, 2)):
+                if chance(ch, 0.3):
+                    typ = self.any_type(rel.scope, (INT, STR, DATE, DEC, DBL, TS))
+                    key = self.expr(rel.scope, typ, 1)
+                    keys.append(key)
+                    cols.append(Col(f"{prefix}{len(items)}", typ, typ in INTEGRAL))
+                else:
+                    ref = self.key_of(rel.scope)
+                    keys.append(ref.sql)
+                    cols.append(Col(f"{prefix}{len(items)}", ref.type, ref.key))
+                items.append(f"{keys[-1]} AS {prefix}{len(items)}")
+        else:
+            tags.add("global_agg")
+        aggs = [self.agg_call(rel.scope, tags) for _ in range(ch.int(1, 3))]
+        for call, typ, exact in aggs:
+            name = f"{prefix}{len(items)}"
+            if keys and chance(ch, 0.1):
+                call = f"coalesce({call}, 0)" if typ in INTEGRAL else call
+            items.append(f"{call} AS {name}")
+            cols.append(Col(name, typ, False, exact))
+        if keys and chance(ch, 0.15):  # an expression over a grouping key
+            name = f"{prefix}{len(items)}"
+            items.append(f"concat(CAST({keys[0]} AS STRING), '#') AS {name}")
+            cols.append(Col(name, STR))
+        if chance(ch, 0.15):  # expressions over aggregates
+            name = f"{prefix}{len(items)}"
+            form = pick(
+                ch,
+                [
+                    f"COUNT(*) * 2 + COUNT({self.atom(rel.scope, self.any_type(rel.scope))})",
+                    f"SUM(CASE WHEN {self.pred(rel.scope, 0)} THEN 1 ELSE 0 END)",
+                    "CASE WHEN COUNT(*) > 1 THEN 'many' ELSE 'one' END",
+                    f"coalesce(MAX({self.atom(rel.scope, INT)}) - MIN({self.atom(rel.scope, INT)}), -1)",
+                ],
+            )
+            items.append(f"{form} AS {name}")
+            cols.append(Col(name, STR if "many" in form else BIGINT))
+            tags.add("agg_expression")
+        if keys and chance(ch, 0.1):  # a window over the aggregate's output
+            name = f"{prefix}{len(items)}"
+            items.append(f"RANK() OVER (ORDER BY COUNT(*)) AS {name}")
+            cols.append(Col(name, INT))
+            tags.add("window_rank")
+        sql = f"SELECT {', '.join(items)} FROM {rel.from_sql}{where}"
+        if keys:
+            sql += " GROUP BY " + ", ".join(keys)
+        if chance(ch, 0.3):
+            tags.add("having")
+            sql += " HAVING " + self.having(rel.scope)
+        if chance(ch, 0.1) and all(c.exact for c in cols):  # DISTINCT over the aggregate's rows
+            sql = sql.replace("SELECT ", "SELECT DISTINCT ", 1)
+            tags.add("distinct")
+        return Query(sql, cols, tags, rel.tables, rel.grammar)
+
+    def agg_call(self, scope: Sequence[Ref], tags: set[str]) -> tuple[str, str, bool]:
+        """(SQL, result type, exact) of one aggregate call."""
+        ch = self.ch
+        func = pick(ch, ["COUNT(*)", "SUM", "COUNT", "MIN", "MAX", "AVG"])
+        if func == "COUNT(*)":
+            return "COUNT(*)", BIGINT, True
+        if func in ("SUM", "AVG"):
+            typ = self.any_type(scope, (INT, DEC, DBL))
+            arg = self.expr(scope, typ, 1)
+            if func == "AVG":
+                tags.add("avg")
+                return f"AVG({arg})", DEC if typ == DEC else DBL, typ == DEC
+            return f"SUM({arg})", BIGINT if typ in INTEGRAL else typ, typ != DBL
+        typ = self.any_type(scope)
+        arg = self.expr(scope, typ, 1)
+        if func == "COUNT":
+            return f"COUNT({arg})", BIGINT, True
+        tags.add("min_max")
+        return f"{func}({arg})", typ, True
+
+    def having(self, scope: Sequence[Ref]) -> str:
+        ch = self.ch
+        typ = self.any_type(scope, (INT, DEC, STR, DATE))
+        forms = [
+            lambda: f"COUNT(*) > {pick(ch, ['1', '0', '2'])}",
+            lambda: f"SUM({self.atom(scope, INT)}) > 1",
+            lambda: f"MIN({self.atom(scope, typ)}) IS NOT NULL",
+            lambda: f"MAX({self.atom(scope, typ)}) <> {typed_literal(ch, typ)}",
+            lambda: f"(COUNT(*) > 1 OR MAX({self.atom(scope, typ)}) IS NULL)",
+        ]
+        return pick(ch, forms)()
+
+    def distinct(self) -> Query:
+        q = self.spj(max_tables=2)
+        q.sql = q.sql.replace("SELECT ", "SELECT DISTINCT ", 1)
+        q.tags.add("distinct")
+        return q
+
+    def union(self, distinct: bool) -> Query:
+        ch = self.ch
+        types = [pick(ch, (INT, STR, DEC, DATE)) for _ in range(ch.int(1, 3))]
+        branches: list[str] = []
+        tags: set[str] = {"union" if distinct else "union_all"}
+        tables: set[str] = set()
+        for _ in range(ch.int(2, 3)):
+            rel = self.from_clause(2, outer=False)
+            where = self.where(rel, semi=False)
+            items = []
+            for i, typ in enumerate(types):
+                if chance(
+                    ch, 0.15
+                ):  # another type in this branch: the output type is the wider one
+                    typ = pick(
+                        ch, {INT: (DEC, DBL, STR), STR: (INT,), DEC: (INT, DBL), DATE: (TS,)}[typ]
+                    )
+                    tags.add("union_mixed_types")
+                items.append(f"{self.expr(rel.scope, typ, 1)} AS c{i}")
+            branches.append(f"SELECT {', '.join(items)} FROM {rel.from_sql}{where}")
+            tags |= rel.tags
+            tables |= rel.tables
+        op = " UNION " if distinct else " UNION ALL "
+        cols = [Col(f"c{i}", t, t in INTEGRAL) for i, t in enumerate(types)]
+        if (
+            "union_mixed_types" in tags
+        ):  # the widened type is not tracked: no predicates on it downstream
+            cols = [Col(c.name, c.type, False, False) for c in cols]
+        return Query(op.join(branches), cols, tags, tables)
+
+    def window_func(
+        self, kind: str, rel: Rel, exprs: list[str], cols: list[Col]
+    ) -> tuple[str, str, bool, str]:
+        """(SQL, type, exact, tag) of one deterministic window function. Functions that
+        depend on the order among tied rows are ordered by every output column, so tied
+        rows are identical and the multiset of results is determined."""
+        ch = self.ch
+        part = "" if chance(ch, 0.15) else f"PARTITION BY {self.key_of(rel.scope).sql} "
+        full = "ORDER BY " + ", ".join(f"{e} {pick(ch, ['ASC', 'DESC'])}" for e in exprs)
+        numeric = [
+            (e, c)
+            for e, c in zip(exprs, cols, strict=True)
+            if c.type in (INT, BIGINT, DEC) and c.exact
+        ]
+        if kind == "rank":
+            fn = pick(
+                ch,
+                [
+                    "RANK",
+                    "ROW_NUMBER",
+                    "DENSE_RANK",
+                    "NTILE",
+                    "PERCENT_RANK",
+                    "CUME_DIST",
+                    "LAG",
+                    "LEAD",
+                    "FIRST_VALUE",
+                ],
+            )
+            if fn in ("RANK", "DENSE_RANK", "PERCENT_RANK", "CUME_DIST"):
+                order = f"ORDER BY {self.atom(rel.scope, self.any_type(rel.scope))}"
+                typ = DBL if fn in ("PERCENT_RANK", "CUME_DIST") else BIGINT
+                return f"{fn}() OVER ({part}{order})", typ, True, "window_rank"
+            if fn == "ROW_NUMBER":
+                return f"ROW_NUMBER() OVER ({part}{full})", BIGINT, True, "window_rownum"
+            if fn == "NTILE":
+                return f"NTILE(2) OVER ({part}{full})", BIGINT, True, "window_rownum"
+            i = ch.int(0, len(exprs) - 1)
+            arg = exprs[i] if fn == "FIRST_VALUE" else f"{exprs[i]}, 1"
+            return f"{fn}({arg}) OVER ({part}{full})", cols[i].type, cols[i].exact, "window_lag"
+        fn = pick(ch, ["SUM", "COUNT", "MIN", "MAX", "AVG"])
+        if numeric and chance(ch, 0.25):  # a ROWS frame: needs the full order
+            e, c = pick(ch, numeric)
+            frame = pick(
+                ch,
+                [
+                    "ROWS BETWEEN 1 PRECEDING AND CURRENT ROW",
+                    "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW",
+                ],
+            )
+            fn = pick(ch, ["SUM", "COUNT", "MAX"])
+            typ = BIGINT if fn == "COUNT" or c.type in INTEGRAL else c.type
+            return f"{fn}({e}) OVER ({part}{full} {frame})", typ, True, "window_frame"
+        typ = self.any_type(rel.scope, (INT, DEC, DBL))
+        order = (
+            f"ORDER BY {self.atom(rel.scope, self.any_type(rel.scope))}" if chance(ch, 0.3) else ""
+        )
+        func = f"{fn}({self.atom(rel.scope, typ)}) OVER ({part}{order})".replace(" )", ")")
+        if fn == "COUNT":
+            return func, BIGINT, True, "window_agg"
+        if fn == "AVG":
+            return func, DEC if typ == DEC else DBL, typ == DEC, "window_agg"
+        return (
+            func,
+            BIGINT if typ in INTEGRAL else typ,
+            not (fn == "SUM" and typ == DBL),
+            "window_agg",
+        )
+
+    def window(self, kind: str) -> Query:
+        ch = self.ch
+        rel = self.from_clause(2)
+        where = self.where(rel, semi=False)
+        tags = set(rel.tags)
+        items, cols = self.projection(rel.scope, 1, 3, prefix="i" if kind == "dedup" else "c")
+        exprs = [i.rsplit(" AS ", 1)[0] for i in items]
+        if kind == "dedup":
+            part = "" if chance(ch, 0.15) else f"PARTITION BY {self.key_of(rel.scope).sql} "
+            order = ", ".join(f"{e} {pick(ch, ['ASC', 'DESC'])}" for e in exprs)
+            inner = f"SELECT {', '.join(items)}, ROW_NUMBER() OVER ({part}ORDER BY {order}) AS rn FROM {rel.from_sql}{where}"
+            q = self.alias("q")
+            outer = ", ".join(f"{q}.{c.name} AS c{i}" for i, c in enumerate(cols))
+            tags |= {"window_dedup", "window_rownum"}
+            out_cols = [Col(f"c{i}", c.type, c.key, c.exact) for i, c in enumerate(cols)]
+            return Query(
+                f"SELECT {outer} FROM ({inner}) AS {q} WHERE {q}.rn = 1", out_cols, tags, rel.tables
+            )
+        funcs = [self.window_func(kind, rel, exprs, cols)]
+        if chance(ch, 0.3):  # a second window, maybe over another partition
+            funcs.append(self.window_func(pick(ch, ["rank", "agg"]), rel, exprs, cols))
+        first_name = f"c{len(cols)}"
+        for func, typ, exact, tag in funcs:
+            name = f"c{len(cols)}"
+            items.append(f"{func} AS {name}")
+            cols.append(Col(name, typ, False, exact))
+            tags.add(tag)
+        sql = f"SELECT {', '.join(items)} FROM {rel.from_sql}{where}"
+        first = next(c for c in cols if c.name == first_name)
+        if (
+            chance(ch, 0.3) and first.exact and first.type in (INT, BIGINT)
+        ):  # filter on a window's value
+            q = self.alias("q")
+            outer = ", ".join(f"{q}.{c.name} AS {c.name}" for c in cols)
+            cond = f"{q}.{first.name} > 1" if chance(ch, 0.5) else f"{q}.{first.name} IS NOT NULL"
+            sql = f"SELECT {outer} FROM ({sql}) AS {q} WHERE {cond}"
+            tags.add("subquery")
+        return Query(sql, cols, tags, rel.tables)
+
+    def inner_query(self) -> Query:
+        """A query usable in FROM (output columns i0..)."""
+        ch = self.ch
+        kind = pick(ch, ["spj", "aggregate", "distinct", "union_all"])
+        if kind == "spj":
+            return self.spj(2, prefix="i")
+        if kind == "aggregate":
+            return self.aggregate(prefix="i")
+        if kind == "distinct":
+            q = self.spj(1, prefix="i")
+            q.sql = q.sql.replace("SELECT ", "SELECT DISTINCT ", 1)
+            q.tags.add("distinct")
+            return q
+        q = self.union(False)
+        q.sql = re.sub(r"\bAS c(\d+)", r"AS i\1", q.sql)
+        q.cols = [Col(f"i{i}", c.type, c.key, c.exact) for i, c in enumerate(q.cols)]
+        return q
+
+    def derived(self, inner: Query, name: str, alias: str | None = None) -> Rel:
+        alias = alias or self.alias("q")
+        scope = [Ref(f"{alias}.{c.name}", c.type, c.key, c.exact) for c in inner.cols]
+        return Rel(f"{name} AS {alias}", scope, set(inner.tables), set(inner.tags))
+
+    def outer_over(self, rel: Rel, tags: set[str]) -> Query:
+        """SELECT over a derived relation, maybe joined to a source, maybe aggregated."""
+        ch = self.ch
+        if chance(ch, 0.4):
+            table = pick(ch, self.tables)
+            right = self.scan(table)
+            kind = pick(ch, ["JOIN", "LEFT JOIN"])
+            cond = f"{self.key_of(rel.scope).sql} = {self.key_of(right.scope).sql}"
+            rel = Rel(
+                f"{rel.from_sql} {kind} {right.from_sql} ON {cond}",
+                rel.scope + right.scope,
+                rel.tables | right.tables,
+                rel.tags | {"inner_join" if kind == "JOIN" else "left_join"},
+            )
+        if chance(ch, 0.3):
+            q = self.aggregate(rel=rel)
+            q.tags |= tags
+            if rel.tags & {"group_by", "global_agg"}:
+                q.tags.add("nested_agg")
+            return q
+        where = self.where(rel)
+        items, cols = self.projection(rel.scope)
+        return Query(
+            f"SELECT {', '.join(items)} FROM {rel.from_sql}{where}",
+            cols,
+            rel.tags | tags,
+            rel.tables,
+        )
+
+    def subquery(self) -> Query:
+        inner = self.inner_query()
+        return self.outer_over(self.derived(inner, f"({inner.sql})"), {"subquery"})
+
+    def cte(self) -> Query:
+        ch = self.ch
+        inner = self.inner_query()
+        w = self.alias("w")
+        rel = self.derived(inner, w)
+        if chance(ch, 0.3):  # the CTE read twice: a self-join of a derived relation
+            other = self.derived(inner, w)
+            kind = pick(ch, ["JOIN", "LEFT JOIN"])
+            cond = f"{rel.scope[0].sql} = {other.scope[0].sql}"
+            rel = Rel(
+                f"{rel.from_sql} {kind} {other.from_sql} ON {cond}",
+                rel.scope + other.scope,
+                rel.tables,
+                rel.tags | {"self_join"},
+            )
+        q = self.outer_over(rel, {"cte"})
+        q.sql = f"WITH {w} AS ({inner.sql}) {q.sql}"
+        return q
+
+    def rejected(self) -> Query:
+        """A query outside the compiler's grammar: it must refresh FULL, and correctly."""
+        ch = self.ch
+        kind = pick(ch, REJECTED_KINDS)
+        tags = {"rejected", f"rejected:{kind}"}
+        if kind in ("intersect", "except"):
+            types = [pick(ch, (INT, STR)) for _ in range(ch.int(1, 2))]
+            parts = []
+            tables: set[str] = set()
+            for _ in range(2):
+                rel = self.from_clause(1)
+                where = self.where(rel, semi=False)
+                parts.append(
+                    f"SELECT {', '.join(f'{self.atom(rel.scope, t)} AS c{i}' for i, t in enumerate(types))} "
+                    f"FROM {rel.from_sql}{where}"
+                )
+                tables |= rel.tables
+            cols = [Col(f"c{i}", t) for i, t in enumerate(types)]
+            return Query(f" {kind.upper()} ".join(parts), cols, tags, tables, grammar=False)
+        if kind == "limit":
+            q = self.spj(2)
+            order = ", ".join(f"c{i}" for i in range(len(q.cols)))
+            q.sql += f" ORDER BY {order} LIMIT {pick(ch, ['2', '1', '3'])}"
+        elif kind in ("not_in", "scalar_subquery", "non_equi_exists"):
+            rel = self.from_clause(1)
+            inner = self.scan(pick(ch, self.tables))
+            ok, ik = self.key_of(rel.scope), self.key_of(inner.scope)
+            if kind == "not_in":
+                cond = f"{ok.sql} NOT IN (SELECT {ik.sql} FROM {inner.from_sql})"
+            elif kind == "scalar_subquery":
+                cond = f"{ok.sql} >= (SELECT MIN({ik.sql}) FROM {inner.from_sql})"
+            else:
+                cond = f"EXISTS (SELECT 1 FROM {inner.from_sql} WHERE {ik.sql} > {ok.sql})"
+            items, cols = self.projection(rel.scope)
+            q = Query(
+                f"SELECT {', '.join(items)} FROM {rel.from_sql} WHERE {cond}",
+                cols,
+                set(),
+                rel.tables | inner.tables,
+            )
+        elif kind in ("count_distinct", "bool_agg", "rollup"):
+            rel = self.from_clause(1)
+            key = self.key_of(rel.scope)
+            typ = self.any_type(rel.scope)
+            if kind == "count_distinct":
+                agg, atyp = f"COUNT(DISTINCT {self.atom(rel.scope, typ)})", BIGINT
+            elif kind == "bool_agg":
+                agg, atyp = f"bool_or({self.pred(rel.scope, 0)})", "BOOLEAN"
+            else:
+                agg, atyp = "COUNT(*)", BIGINT
+            group = f"ROLLUP({key.sql})" if kind == "rollup" else key.sql
+            q = Query(
+                f"SELECT {key.sql} AS c0, {agg} AS c1 FROM {rel.from_sql} GROUP BY {group}",
+                [Col("c0", key.type, key.key), Col("c1", atyp)],
+                set(),
+                rel.tables,
+            )
+        else:  # full_join_residual
+            left, right = self.scan(pick(ch, self.tables)), self.scan(pick(ch, self.tables))
+            cond = f"{self.key_of(left.scope).sql} = {self.key_of(right.scope).sql} AND {self.pred(right.scope, 0)}"
+            scope = left.scope + right.scope
+            items, cols = self.projection(scope)
+            q = Query(
+                f"SELECT {', '.join(items)} FROM {left.from_sql} FULL JOIN {right.from_sql} ON {cond}",
+                cols,
+                {"full_join"},
+                left.tables | right.tables,
+            )
+        q.tags |= tags
+        q.grammar = False
+        return q
+
+    def query(self, shape: str) -> Query:
+        ch = self.ch
+        if shape == "filter":
+            rel = self.from_clause(1)
+            rel.tags.add("filter")
+            items, cols = self.projection(rel.scope)
+            return Query(
+                f"SELECT {', '.join(items)} FROM {rel.from_sql} WHERE {self.pred(rel.scope, 2)}",
+                cols,
+                rel.tags,
+                rel.tables,
+            )
+        if shape == "inner_join":
+            rel = self.from_clause(1)
+            for _ in range(ch.int(1, 2)):
+                right = self.scan(pick(ch, self.tables))
+                cond = f"{self.key_of(rel.scope).sql} = {self.key_of(right.scope).sql}"
+                rel = Rel(
+                    f"{rel.from_sql} JOIN {right.from_sql} ON {cond}",
+                    rel.scope + right.scope,
+                    rel.tables | right.tables,
+                    rel.tags
+                    | {"inner_join"}
+                    | ({"self_join"} if right.tables & rel.tables else set()),
+                )
+            where = self.where(rel)
+            items, cols = self.projection(rel.scope)
+            return Query(
+                f"SELECT {', '.join(items)} FROM {rel.from_sql}{where}", cols, rel.tags, rel.tables
+            )
+        if shape == "outer_join":
+            rel = self.from_clause(1)
+            right = self.scan(pick(ch, self.tables))
+            kind = pick(ch, ["LEFT JOIN", "RIGHT JOIN", "FULL JOIN"])
+            cond = f"{self.key_of(rel.scope).sql} = {self.key_of(right.scope).sql}"
+            tag = kind.split()[0].lower() + "_join"
+            rel = Rel(
+                f"{rel.from_sql} {kind} {right.from_sql} ON {cond}",
+                rel.scope + right.scope,
+                rel.tables | right.tables,
+                {tag},
+            )
+            if chance(ch, 0.4):
+                more = self.scan(pick(ch, self.tables))
+                kind2 = pick(ch, ["JOIN", "LEFT JOIN", "FULL JOIN"])
+                rel = Rel(
+                    f"{rel.from_sql} {kind2} {more.from_sql} ON {self.key_of(rel.scope).sql} = "
+                    f"{self.key_of(more.scope).sql}",
+                    rel.scope + more.scope,
+                    rel.tables | more.tables,
+                    rel.tags
+                    | {
+                        {"JOIN": "inner_join", "LEFT JOIN": "left_join", "FULL JOIN": "full_join"}[
+                            kind2
+                        ]
+                    },
+                )
+            where = self.where(rel, semi=False)
+            items, cols = self.projection(rel.scope)
+            return Query(
+                f"SELECT {', '.join(items)} FROM {rel.from_sql}{where}", cols, rel.tags, rel.tables
+            )
+        if shape in ("semi_join", "anti_join"):
+            rel = self.from_clause(2, outer=False)
+            kinds = ["exists", "in"] if shape == "semi_join" else ["not_exists"]
+            conj = [self.semi(rel, pick(ch, kinds))]
+            if chance(ch, 0.4):
+                conj.append(self.pred(rel.scope, 1))
+                rel.tags.add("filter")
+            items, cols = self.projection(rel.scope)
+            return Query(
+                f"SELECT {', '.join(items)} FROM {rel.from_sql}{rel.where_sql(conj)}",
+                cols,
+                rel.tags,
+                rel.tables,
+            )
+        if shape == "group_by":
+            return self.aggregate()
+        if shape == "global_agg":
+            return self.aggregate(global_=True)
+        if shape == "distinct":
+            return self.distinct()
+        if shape in ("union_all", "union"):
+            return self.union(shape == "union")
+        if shape == "window_dedup":
+            return self.window("dedup")
+        if shape == "window_rank":
+            return self.window("rank")
+        if shape == "window_agg":
+            return self.window("agg")
+        if shape == "subquery":
+            return self.subquery()
+        if shape == "cte":
+            return self.cte()
+        if shape == "rejected":
+            return self.rejected()
+        raise ValueError(f"unknown shape {shape}")
+
+
+# -- scenarios -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a scenario.
+
+    op: "sql" (args: text) | "create_dt" (name, query) | "refresh" (name) |
+        "refresh_full" (name) | "fault" (name, point) | "no_data" (name) |
+        "same" (a, b) | "expect" (name, VALUES sql) | "expect_mode" (name, mode)
+    """
+
+    op: str
+    args: tuple[str, ...]
+
+
+@dataclass
+class Scenario:
+    name: str
+    steps: list[Step]
+    tags: dict[str, set[str]] = field(default_factory=dict)  # dynamic table -> shape tags
+    seed: int | None = None
+    shape: str | None = None
+    bug: str | None = None  # set: a known bug (runs as a strict xfail)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def dynamic_tables(self) -> list[str]:
+        return [s.args[0] for s in self.steps if s.op == "create_dt"]
+
+    @property
+    def tables(self) -> list[str]:
+        out = []
+        for s in self.steps:
+            if s.op == "sql":
+                m = re.match(r"\s*CREATE\s+TABLE\s+(\w+)", s.args[0], re.I)
+                if m:
+                    out.append(m.group(1))
+        return out
+
+    @property
+    def refreshes(self) -> int:
+        return sum(1 for s in self.steps if s.op in ("refresh", "refresh_full", "fault", "no_data"))
+
+    def to_text(self) -> str:
+        lines = [f"-- name: {self.name}"]
+        if self.bug:
+            lines.append(f"-- bug: {self.bug}")
+        if self.seed is not None:
+            lines.append(f"-- seed: {self.seed}" + (f" shape: {self.shape}" if self.shape else ""))
+        for dt, tags in sorted(self.tags.items()):
+            lines.append(f"-- tags {dt}: {', '.join(sorted(tags))}")
+        for note in self.notes:
+            lines.append(f"-- {note}")
+        lines.append("")
+        for step in self.steps:
+            lines.append(step_text(step) + ";")
+        return "\n".join(lines) + "\n"
+
+
+def step_text(step: Step) -> str:
+    a = step.args
+    if step.op == "sql":
+        return a[0]
+    if step.op == "create_dt":
+        return f"CREATE DYNAMIC TABLE {a[0]} AS {a[1]}"
+    if step.op == "refresh":
+        return f"REFRESH DYNAMIC TABLE {a[0]}"
+    return f"@{step.op} " + " ".join(a)
+
+
+def _strip_comment(line: str) -> str:
+    quoted = False
+    for i, c in enumerate(line):
+        if c == "'":
+            quoted = not quoted
+        elif c == "-" and not quoted and line[i : i + 2] == "--":
+            return line[:i]
+    return line
+
+
+def split_statements(text: str) -> list[str]:
+    """Statements separated by ``;`` (outside quotes), comments removed."""
+    body = "\n".join(_strip_comment(line) for line in text.splitlines())
+    out, cur, quoted = [], [], False
+    for c in body:
+        if c == "'":
+            quoted = not quoted
+        if c == ";" and not quoted:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(c)
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
+    return [" ".join(s.split()) if not s.startswith("@expect ") else s for s in out if s]
+
+
+def parse_scenario(text: str, name: str = "scenario") -> Scenario:
+    sc = Scenario(name, [])
+    for line in text.splitlines():
+        m = re.match(r"--\s*(name|bug|seed|tags\s+(\w+)):\s*(.*)$", line.strip())
+        if not m:
+            continue
+        key, value = m.group(1), m.group(3).strip()
+        if key == "name":
+            sc.name = value
+        elif key == "bug":
+            sc.bug = value
+        elif key == "seed":
+            parts = value.split()
+            sc.seed = int(parts[0])
+            if "shape:" in parts:
+                sc.shape = parts[parts.index("shape:") + 1]
+        else:
+            sc.tags[m.group(2)] = {t.strip() for t in value.split(",") if t.strip()}
+    for stmt in split_statements(text):
+        m = re.match(r"CREATE\s+DYNAMIC\s+TABLE\s+(\w+)\s+AS\s+(.*)$", stmt, re.I | re.S)
+        if m:
+            sc.steps.append(Step("create_dt", (m.group(1), m.group(2).strip())))
+            continue
+        m = re.match(r"REFRESH\s+DYNAMIC\s+TABLE\s+(\w+)$", stmt, re.I)
+        if m:
+            sc.steps.append(Step("refresh", (m.group(1),)))
+            continue
+        if stmt.startswith("@"):
+            op, *rest = stmt[1:].split(None, 2 if stmt.startswith("@expect ") else 10)
+            if op == "expect":
+                sc.steps.append(Step("expect", (rest[0], " ".join(rest[1].split()))))
+            else:
+                if op not in ("refresh_full", "fault", "no_data", "same", "expect_mode"):
+                    raise ValueError(f"unknown directive @{op}")
+                sc.steps.append(Step(op, tuple(rest)))
+            continue
+        sc.steps.append(Step("sql", (stmt,)))
+    return sc
+
+
+# -- generating scenarios ------------------------------------------------------------------------
+
+FAULT_POINTS = (
+    "after_pin_sources",
+    "after_read_changes",
+    "after_compute",
+    "after_write",
+    "before_publish",
+    "after_publish_state",
+    "after_publish",
+)
+
+
+def gen_tables(ch: Chooser, count: int | None = None) -> list[Table]:
+    n = count if count is not None else ch.int(2, 4)
+    tables = []
+    for i in range(n):
+        extra = subset(ch, OPTIONAL_COLS, 1, 4)
+        options = ""
+        if chance(ch, 0.1):
+            options = "PARTITIONED BY (k)"
+        elif chance(ch, 0.1):
+            options = MERGE_ON_READ
+        tables.append(Table(f"t{i}", (Col("k", INT, key=True), *extra), options))
+    return tables
+
+
+def gen_rows(
+    ch: Chooser,
+    table: Table,
+    lo: int,
+    hi: int,
+    pool: list[tuple[str, ...]],
+    pools: dict[str, tuple[str, ...]] = VALUES,
+) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
+    for _ in range(ch.int(lo, hi)):
+        if (rows or pool) and chance(ch, 0.2):
+            rows.append(pick(ch, rows + pool))  # a duplicate
+        else:
+            rows.append(tuple(value(ch, c, pools) for c in table.cols))
+    return rows
+
+
+def values_sql(rows: Sequence[tuple[str, ...]]) -> str:
+    return ", ".join("(" + ", ".join(r) + ")" for r in rows)
+
+
+def _mutation(
+    ch: Chooser,
+    table: Table,
+    known: list[tuple[str, ...]],
+    qg: QueryGen,
+    pools: dict[str, tuple[str, ...]] = VALUES,
+) -> list[str]:
+    """One or two statements (commits) changing ``table``."""
+    t = table.name
+    scope = [Ref(c.name, c.type, c.key) for c in table.cols]
+    others = [c for c in table.cols if c.name != "k"]
+    kinds = [
+        "insert",
+        "update_key",
+        "delete",
+        "update",
+        "delete_extreme",
+        "merge",
+        "reinsert",
+        "overwrite",
+        "noop_update",
+        "delete_all",
+        "compact",
+    ]
+    if pools is EXTREME_VALUES:  # known bug: bug-expired-source-snapshot.scn
+        kinds.append("expire")
+    kind = pick(ch, kinds)
+    if kind == "insert":
+        return [f"INSERT INTO {t} VALUES {values_sql(gen_rows(ch, table, 1, 3, known, pools))}"]
+    if kind == "update_key":  # moves rows to another group / join partner
+        return [f"UPDATE {t} SET k = {pick(ch, KEY_VALUES)} WHERE {qg.pred(scope, 0)}"]
+    if kind == "update":
+        col = pick(ch, others)
+        return [f"UPDATE {t} SET {col.name} = {value(ch, col, pools)} WHERE {qg.pred(scope, 0)}"]
+    if kind == "delete":
+        if chance(ch, 0.5):  # empties a group
+            return [f"DELETE FROM {t} WHERE k = {pick(ch, KEY_VALUES[:4])}"]
+        return [f"DELETE FROM {t} WHERE {qg.pred(scope, 0)}"]
+    if kind == "delete_extreme":  # the current MIN / MAX
+        col = pick(ch, list(table.cols))
+        fn = pick(ch, ["MAX", "MIN"])
+        return [f"DELETE FROM {t} WHERE {col.name} = (SELECT {fn}({col.name}) FROM {t})"]
+    if kind == "merge":
+        col = pick(ch, others)
+        keys = subset(ch, KEY_VALUES[:4], 1, 3)
+        src = ", ".join(f"({k}, {value(ch, col, pools)})" for k in keys)
+        return [
+            f"MERGE INTO {t} AS tgt USING (SELECT * FROM VALUES {src} AS v(k, val)) AS src ON tgt.k = src.k "
+            f"WHEN MATCHED AND src.val IS NULL THEN DELETE "
+            f"WHEN MATCHED THEN UPDATE SET tgt.{col.name} = src.val "
+            f"WHEN NOT MATCHED THEN INSERT (k, {col.name}) VALUES (src.k, src.val)"
+        ]
+    if kind == "reinsert" and known:  # delete a row and insert it again: two commits, no net change
+        row = pick(ch, known)
+        cond = " AND ".join(f"{c.name} <=> {v}" for c, v in zip(table.cols, row, strict=True))
+        return [f"DELETE FROM {t} WHERE {cond}", f"INSERT INTO {t} VALUES {values_sql([row])}"]
+    if kind == "overwrite":  # rewrites every file, changes nothing
+        return [f"INSERT OVERWRITE {t} SELECT * FROM {t}"]
+    if kind == "noop_update":  # a commit that matches no row
+        return [f"UPDATE {t} SET k = k WHERE k = 99"]
+    if kind == "delete_all":
+        return [f"DELETE FROM {t}"]
+    if kind == "compact":  # a "replace" snapshot: same rows, new files
+        return [
+            f"CALL lakehouse.system.rewrite_data_files(table => 'public.{t}', options => map('min-input-files', '1'))"
+        ]
+    if (
+        kind == "expire"
+    ):  # the snapshot a refresh recorded may be gone: the next refresh must recompute
+        return [
+            f"CALL lakehouse.system.expire_snapshots(table => 'public.{t}', "
+            f"older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)"
+        ]
+    return [f"INSERT INTO {t} VALUES {values_sql(gen_rows(ch, table, 1, 2, known, pools))}"]
+
+
+def gen_scenario(
+    ch: Chooser,
+    shape: str | None = None,
+    *,
+    faults: bool = False,
+    name: str = "generated",
+    seed: int | None = None,
+    batches: tuple[int, int] = (2, 3),
+    known_bugs: bool = False,
+) -> Scenario:
+    """Tables with rows, one or two dynamic tables (maybe a twin), then batches of
+    mutations each followed by refreshes; checks the harness runs are steps too."""
+    shape = shape or pick(ch, SHAPES)
+    pools = EXTREME_VALUES if known_bugs else VALUES
+    tables = gen_tables(ch)
+    steps: list[Step] = []
+    known: dict[str, list[tuple[str, ...]]] = {}
+    for t in tables:
+        steps.append(Step("sql", (t.ddl(),)))
+        if chance(ch, 0.9):  # else: no snapshot at all when the DT is created
+            rows = gen_rows(ch, t, 1, 7, [], pools)
+            known[t.name] = rows
+            steps.append(Step("sql", (f"INSERT INTO {t.name} VALUES {values_sql(rows)}",)))
+        else:
+            known[t.name] = []
+    qg = QueryGen(ch, tables)
+    q0 = qg.query(
+        "group_by"
+        if shape == "dt_over_dt" and chance(ch, 0.5)
+        else (
+            pick(ch, [s for s in SHAPES if s not in ("dt_over_dt",)])
+            if shape == "dt_over_dt"
+            else shape
+        )
+    )
+    tags = {"dt0": set(q0.tags)}
+    steps.append(Step("create_dt", ("dt0", q0.sql)))
+    dts = ["dt0"]
+    if shape == "dt_over_dt" or chance(ch, 0.1):
+        dt0 = Table("dt0", tuple(Col(c.name, c.type, c.key, True) for c in q0.cols))
+        qg1 = QueryGen(ch, [dt0])
+        qg1._ids = qg._ids
+        inner_shape = pick(
+            ch, ["filter", "group_by", "inner_join", "window_rank", "distinct", "global_agg"]
+        )
+        if inner_shape == "inner_join":
+            rel = qg1.scan(dt0)
+            right = qg1.scan(pick(ch, tables))
+            cond = f"{qg1.key_of(rel.scope).sql} = {qg1.key_of(right.scope).sql}"
+            items, cols = qg1.projection(rel.scope + right.scope)
+            q1 = Query(
+                f"SELECT {', '.join(items)} FROM {rel.from_sql} JOIN {right.from_sql} ON {cond}",
+                cols,
+                {"inner_join"},
+                {"dt0", right.tables.pop()},
+            )
+        else:
+            q1 = qg1.query(inner_shape)
+        tags["dt1"] = q1.tags | {"dt_over_dt"}
+        q0.tables |= q1.tables - {"dt0"}
+        steps.append(Step("create_dt", ("dt1", q1.sql)))
+        dts.append("dt1")
+    twin = chance(ch, 0.25)
+    if twin:
+        steps.append(Step("create_dt", ("tw0", q0.sql)))
+        tags["tw0"] = set(q0.tags) | {"twin"}
+    used = sorted(q0.tables - {"dt0"}) or [tables[0].name]
+    by_name = {t.name: t for t in tables}
+    for _ in range(ch.int(*batches)):
+        for _ in range(0 if chance(ch, 0.1) else ch.int(1, 3)):
+            table = by_name[pick(ch, used)] if chance(ch, 0.85) else pick(ch, tables)
+            for stmt in _mutation(ch, table, known[table.name], qg, pools):
+                steps.append(Step("sql", (stmt,)))
+        order = list(dts)
+        if len(order) > 1 and chance(ch, 0.4):
+            order.reverse()  # the downstream DT first: it sees the upstream's old contents
+        for dt in order:
+            if faults and chance(ch, 0.15):
+                steps.append(Step("fault", (dt, pick(ch, FAULT_POINTS))))
+            steps.append(Step("refresh", (dt,)))
+        if chance(ch, 0.25):
+            steps.append(Step("no_data", (pick(ch, dts),)))
+        if chance(ch, 0.15):
+            steps.append(Step("refresh_full", (pick(ch, dts),)))
+    last = [s.args[0] for s in steps[-2:] if s.op == "refresh"]
+    if len(dts) > 1 and last != ["dt0", "dt1"]:  # end with the downstream table up to date
+        steps.append(Step("refresh", ("dt0",)))
+        steps.append(Step("refresh", ("dt1",)))
+    if twin:
+        if [s.args[0] for s in steps[-1:] if s.op == "refresh"] != ["dt0"] and "dt0" not in last:
+            steps.append(Step("refresh", ("dt0",)))
+        steps.append(Step("refresh", ("tw0",)))
+        steps.append(Step("same", ("dt0", "tw0")))
+    return Scenario(name, steps, tags, seed=seed, shape=shape)
+
+
+def scenario_from_seed(
+    seed: int, shape: str | None = None, *, faults: bool = False, known_bugs: bool = False
+) -> Scenario:
+    """The scenario of a seed. ``known_bugs``: also inputs that hit the known bugs of
+    ``scenarios/bug-*.scn`` (NaN / Infinity / 1e17 doubles, expire_snapshots)."""
+    return gen_scenario(
+        RandomChooser(seed),
+        shape,
+        faults=faults,
+        name=f"seed-{seed}",
+        seed=seed,
+        known_bugs=known_bugs,
+    )
+
+
+def scenarios(shape: str | None = None, *, faults: bool = False, batches: tuple[int, int] = (2, 3)):
+    """Hypothesis strategy of scenarios (shrinks towards fewer/simpler everything)."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def build(draw: Callable[..., int]) -> Scenario:
+        return gen_scenario(
+            HypothesisChooser(draw), shape, faults=faults, name="hypothesis", batches=batches
+        )
+
+    return build()
+
+
+# -- the quick profile ---------------------------------------------------------------------------
+
+SHAPE_TAGS: dict[str, set[str]] = {
+    "outer_join": {"left_join", "right_join", "full_join"},
+    "window_rank": {"window_rank", "window_rownum", "window_lag"},
+    "window_agg": {"window_agg", "window_frame"},
+    "dt_over_dt": {"dt_over_dt"},
+}
+
+
+def cost(scenario: Scenario) -> int:
+    """Refreshes and CREATEs: what a scenario costs (each ~1-3 s of fixed overhead)."""
+    return sum(
+        1 for s in scenario.steps if s.op in ("create_dt", "refresh", "refresh_full", "fault")
+    )
+
+
+@functools.cache
+def quick_seed(shape: str, base: int = 7000) -> int:
+    """The first seed from ``base`` whose scenario of ``shape`` is cheap (at most 3 refreshes
+    and CREATEs; 6 with two dynamic tables), really has the shape, and changes a source with
+    something other than an INSERT. Deterministic for a given generator."""
+    for seed in range(base, base + 5000):
+        sc = scenario_from_seed(seed, shape)
+        tags = set().union(*sc.tags.values())
+        mutations = [
+            s.args[0]
+            for s in sc.steps
+            if s.op == "sql" and s.args[0].startswith(("UPDATE", "DELETE", "MERGE"))
+        ]
+        limit = 6 if shape == "dt_over_dt" else 3
+        if tags & SHAPE_TAGS.get(shape, {shape}) and cost(sc) <= limit and mutations:
+            return seed
+    raise ValueError(f"no cheap scenario of shape {shape} from seed {base}")

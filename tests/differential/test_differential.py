@@ -1,0 +1,271 @@
+"""The quick differential profile (runs in ``make test``): generated scenarios with fixed
+seeds, one per query shape; two hypothesis examples; a failure injected at every fault
+point; and the regression corpus (``scenarios/*.scn``, known bugs as strict xfails).
+Real process kills (a subprocess with its own Spark) are ``slow``: ``make test-all``.
+
+Every refresh is checked against the oracle (``harness.py``). The long profile is
+``python -m tests.differential.fuzz`` (``make fuzz``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from dyntables.catalog.iceberg import load_table
+from dyntables.refresh import faults
+from tests.differential import conftest
+from tests.differential.generate import (
+    SHAPES,
+    Scenario,
+    parse_scenario,
+    quick_seed,
+    scenario_from_seed,
+    scenarios,
+)
+from tests.differential.harness import Harness, Stats
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = Path(__file__).with_name("scenarios")
+
+
+def _assert_ok(result) -> None:  # type: ignore[no-untyped-def]
+    assert result.ok, "\n" + result.report()
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_generated_scenario(harness: Harness, shape: str) -> None:
+    """One cheap generated scenario per shape (seed: ``quick_seed(shape)``; replay it with
+    ``python -m tests.differential.fuzz --seed N --count 1 --shape SHAPE``)."""
+    scenario = scenario_from_seed(quick_seed(shape), shape)
+    _assert_ok(harness.run(scenario))
+
+
+@settings(
+    max_examples=2,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
+@given(scenario=scenarios(batches=(1, 2)))
+def test_hypothesis_scenarios(harness: Harness, scenario: Scenario) -> None:
+    _assert_ok(harness.run(scenario))
+
+
+# -- faults ------------------------------------------------------------------------------------
+
+FAULT_SETUP = """
+CREATE TABLE t0 (k INT, s STRING, x DOUBLE);
+INSERT INTO t0 VALUES (1, 'a', 1.5), (1, 'b', 2.0), (2, 'c', NULL), (NULL, 'd', 0.1), (3, 'a', 2.5);
+CREATE TABLE t1 (k INT, n INT);
+INSERT INTO t1 VALUES (1, 10), (2, 20), (2, 21), (3, NULL);
+"""
+# an aggregate over a join: state tables, MIN recomputation, join deltas
+FAULT_QUERY_INCREMENTAL = (
+    "SELECT l0.k AS c0, COUNT(*) AS c1, SUM(l1.n) AS c2, MIN(l0.s) AS c3, AVG(l0.x) AS c4 "
+    "FROM t0 AS l0 JOIN t1 AS l1 ON l0.k = l1.k GROUP BY l0.k"
+)
+# outside the grammar (COUNT DISTINCT): every refresh is FULL
+FAULT_QUERY_FULL = (
+    "SELECT l0.k AS c0, COUNT(DISTINCT l0.s) AS c1, COUNT(DISTINCT l1.n) AS c2 "
+    "FROM t0 AS l0 LEFT JOIN t1 AS l1 ON l0.k = l1.k GROUP BY l0.k"
+)
+# one batch of changes before each injected failure (deletes the current MIN, moves join partners...)
+FAULT_BATCHES = [
+    "DELETE FROM t0 WHERE s = (SELECT MIN(s) FROM t0)",
+    "UPDATE t1 SET k = 3 WHERE n = 21",
+    "INSERT INTO t0 VALUES (2, 'e', 4.0), (NULL, NULL, NULL)",
+    "MERGE INTO t1 AS tgt USING (SELECT * FROM VALUES (1, 11), (4, 40) AS v(k, n)) AS src ON tgt.k = src.k "
+    "WHEN MATCHED THEN UPDATE SET tgt.n = src.n WHEN NOT MATCHED THEN INSERT (k, n) VALUES (src.k, src.n)",
+    "DELETE FROM t0 WHERE k = 2",
+    "INSERT INTO t0 VALUES (1, 'a', 1.5), (4, 'z', -1.0)",
+    "UPDATE t0 SET s = 'A' WHERE s = 'a'",
+]
+
+
+def fault_scenario(query: str, points: list[str], twin: bool = False) -> Scenario:
+    """Changes, a refresh failing at each point in turn, then a refresh that must recover:
+    nothing lost, nothing applied twice. A twin refreshed only once at the end must agree."""
+    lines = [FAULT_SETUP, f"CREATE DYNAMIC TABLE dt0 AS {query};"]
+    if twin:
+        lines.append(f"CREATE DYNAMIC TABLE tw0 AS {query};")
+    for i, point in enumerate(points):
+        lines += [
+            FAULT_BATCHES[i % len(FAULT_BATCHES)] + ";",
+            f"@fault dt0 {point};",
+            "REFRESH DYNAMIC TABLE dt0;",
+        ]
+    lines += [
+        "@no_data dt0;",
+        "@refresh_full dt0;",
+    ]  # nothing changed: a forced FULL keeps the contents
+    if twin:
+        lines += ["REFRESH DYNAMIC TABLE tw0;", "@same dt0 tw0;"]
+    return parse_scenario("\n".join(lines), "faults")
+
+
+def _assert_failed_at(result, points: list[str]) -> None:  # type: ignore[no-untyped-def]
+    failed = [r.reason for _, r in result.records if r.kind == "fault" and r.mode == "FAILED"]
+    assert failed == points, f"fault points not reached: {sorted(set(points) - set(failed))}"
+
+
+def test_injected_fault_at_every_point_then_recovery(harness: Harness) -> None:
+    points = list(faults.POINTS)
+    result = harness.run(fault_scenario(FAULT_QUERY_INCREMENTAL, points, twin=True))
+    _assert_ok(result)
+    _assert_failed_at(result, points)
+    recoveries = [
+        r.mode for _, r in result.records if r.kind == "refresh" and r.dt.startswith("dt0")
+    ]
+    # after a failure at after_publish the refresh had committed: the next one has nothing to do
+    assert recoveries == ["INCREMENTAL"] * (len(points) - 1) + ["NO_DATA"], recoveries
+
+
+def test_injected_fault_on_full_refresh_then_recovery(harness: Harness) -> None:
+    points = ["after_write", "after_publish_state"]
+    result = harness.run(fault_scenario(FAULT_QUERY_FULL, points))
+    _assert_ok(result)
+    _assert_failed_at(result, points)
+
+
+# -- a real process kill ----------------------------------------------------------------------------
+
+
+def _crash(
+    warehouse: Path, table: str, point: str, setup: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "tests.differential.crash",
+        "crash",
+        "--warehouse",
+        str(warehouse),
+        "--table",
+        table,
+        "--point",
+        point,
+    ]
+    if setup is not None:
+        cmd += ["--setup", str(setup)]
+    return subprocess.run(
+        cmd,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+@pytest.mark.slow  # a second Spark starts in the subprocess: ~35 s on 2 idle cores
+def test_killed_refresh_process_then_recovery(lh, harness: Harness) -> None:  # type: ignore[no-untyped-def]
+    """A refresh process dies (os._exit) after staging its writes; this process takes
+    over its stale lease and the next refresh is correct: nothing lost or doubled."""
+    scenario = fault_scenario(FAULT_QUERY_INCREMENTAL, ["before_publish"])
+    setup = Scenario("kill", [s for s in scenario.steps if s.op in ("sql", "create_dt")])
+    result = harness.run(setup, cleanup=False)
+    _assert_ok(result)
+    info = result.dts["dt0"]
+    table = load_table(lh.spark, lh.qualify(info.name))
+    before = (table.current_snapshot_id(), table.properties().get("dyntables.refresh.id"))
+    proc = _crash(lh.warehouse, info.name, "before_publish")
+    try:
+        assert proc.returncode == 17, (
+            f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
+        )
+        table = load_table(lh.spark, lh.qualify(info.name))
+        assert (
+            table.current_snapshot_id(),
+            table.properties().get("dyntables.refresh.id"),
+        ) == before
+        harness.check(info, "after the refresh process was killed")
+        locks = lh.commands.registry.refresher.locks
+        stale_after = locks.stale_after
+        locks.stale_after = 6.0  # the dead process's lease: take it over after 6 s, not 30
+        try:
+            t0 = time.monotonic()
+            out = lh.commands.registry.refresher.refresh(
+                lh.commands.registry.get(lh.qualify(info.name)), "MANUAL"
+            )
+        finally:
+            locks.stale_after = stale_after
+        assert out.refresh_mode == "INCREMENTAL", out
+        assert time.monotonic() - t0 < 120
+        harness.check(info, "after recovering from the killed refresh")
+    finally:
+        harness._cleanup(result, setup)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", ["after_read_changes", "after_publish_state"])
+def test_killed_refresh_process_fresh_warehouse(tmp_path: Path, point: str) -> None:
+    """Both processes on a warehouse of their own: one sets up and dies mid-refresh, the
+    next waits out the dead lease (30 s), refreshes and checks the oracle."""
+    scenario = fault_scenario(FAULT_QUERY_INCREMENTAL, [point])
+    setup = tmp_path / "setup.sql"
+    statements = []
+    for step in scenario.steps:
+        if step.op == "sql":
+            statements.append(step.args[0])
+        elif step.op == "create_dt":
+            statements.append(f"CREATE DYNAMIC TABLE {step.args[0]} AS {step.args[1]}")
+    setup.write_text(";\n".join(statements))
+    warehouse = tmp_path / "warehouse"
+    proc = _crash(warehouse, "dt0", point, setup)
+    assert proc.returncode == 17, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    recover = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.differential.crash",
+            "recover",
+            "--warehouse",
+            str(warehouse),
+            "--table",
+            "dt0",
+            "--query",
+            FAULT_QUERY_INCREMENTAL,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert recover.returncode == 0, recover.stderr[-3000:]
+    report = json.loads(recover.stdout.strip().splitlines()[-1])
+    assert report["failure"] is None, report
+    assert report["mode"] == "INCREMENTAL", report
+
+
+# -- the regression corpus ------------------------------------------------------------------------
+
+
+def _corpus() -> list[pytest.param]:  # type: ignore[valid-type]
+    params = []
+    for path in sorted(CORPUS.glob("*.scn")):
+        scenario = parse_scenario(path.read_text(), path.stem)
+        marks = [pytest.mark.xfail(strict=True, reason=scenario.bug)] if scenario.bug else []
+        params.append(pytest.param(path, id=path.stem, marks=marks))
+    return params
+
+
+@pytest.mark.parametrize("path", _corpus())
+def test_regression_scenario(lh, harness: Harness, path: Path) -> None:  # type: ignore[no-untyped-def]
+    scenario = parse_scenario(path.read_text(), path.stem)
+    if scenario.bug:  # a known bug: its failures are not new mismatches of this run
+        stats = Stats()
+        result = Harness(lh, stats).run(scenario)
+        conftest.STATS.known_bugs += 0 if result.ok else 1
+    else:
+        result = harness.run(scenario)
+    _assert_ok(result)
