@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from dyntables.refresh.runner import RefreshContext, WriteResult
 
 
-def _qualifier(dt: DynamicTableDef) -> Callable[[TableName], TableName]:
+def qualifier(dt: DynamicTableDef) -> Callable[[TableName], TableName]:
+    """Resolve names written in the DT's query in the DT's own catalog and namespace."""
     catalog, namespace = dt.name.parts[0], dt.name.parts[1]
 
     def qualify(name: TableName) -> TableName:
@@ -38,7 +39,7 @@ def _qualifier(dt: DynamicTableDef) -> Callable[[TableName], TableName]:
 def pinned_query_sql(dt: DynamicTableDef, pinned: dict[str, SourceVersion]) -> str:
     """The DT's query with every source read at its pinned snapshot."""
     versions = {TableName(tuple(k.split("."))): v.snapshot for k, v in pinned.items()}
-    return pin_sources(parse_query(dt.query), _qualifier(dt), versions).sql("spark")
+    return pin_sources(parse_query(dt.query), qualifier(dt), versions).sql("spark")
 
 
 def contents_sql(

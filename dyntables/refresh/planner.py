@@ -15,7 +15,6 @@ Every FULL carries a stable reason code that the user sees in history and EXPLAI
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +26,7 @@ from dyntables.plan.build import NotIncremental, Plan, build_plan
 from dyntables.refresh.changes import NONE, Capture, plan_capture
 from dyntables.refresh.compiled import aggregate_nodes, state_keys
 from dyntables.refresh.full import full_refresh
+from dyntables.refresh.full import qualifier as _qualifier
 from dyntables.refresh.history import FULL, INCREMENTAL
 from dyntables.refresh.incremental import incremental_refresh
 from dyntables.sql.tokens import TableName
@@ -174,16 +174,3 @@ class Planner:
         from dyntables.refresh.explain import explain
 
         return explain(self, dt)
-
-
-def _qualifier(dt: DynamicTableDef) -> Callable[[TableName], TableName]:
-    catalog, namespace = dt.name.parts[0], dt.name.parts[1]
-
-    def qualify(name: TableName) -> TableName:
-        if len(name.parts) == 1:
-            return TableName((catalog, namespace, name.parts[0]))
-        if len(name.parts) == 2:
-            return TableName((catalog, *name.parts))
-        return name
-
-    return qualify
