@@ -91,18 +91,25 @@ FAULT_BATCHES = [
 ]
 
 
-def fault_scenario(query: str, points: list[str], twin: bool = False) -> Scenario:
+def fault_scenario(
+    query: str, points: list[str], twin: bool = False, full_points: tuple[str, ...] = ()
+) -> Scenario:
     """Changes, a refresh failing at each point in turn, then a refresh that must recover:
-    nothing lost, nothing applied twice. A twin refreshed only once at the end must agree."""
+    nothing lost, nothing applied twice. A twin refreshed only once at the end must agree.
+    ``full_points``: also fail a FULL-only dynamic table (df0) at these points."""
     lines = [FAULT_SETUP, f"CREATE DYNAMIC TABLE dt0 AS {query};"]
     if twin:
         lines.append(f"CREATE DYNAMIC TABLE tw0 AS {query};")
+    if full_points:
+        lines.append(f"CREATE DYNAMIC TABLE df0 AS {FAULT_QUERY_FULL};")
     for i, point in enumerate(points):
         lines += [
             FAULT_BATCHES[i % len(FAULT_BATCHES)] + ";",
             f"@fault dt0 {point};",
             "REFRESH DYNAMIC TABLE dt0;",
         ]
+        if i < len(full_points):
+            lines += [f"@fault df0 {full_points[i]};", "REFRESH DYNAMIC TABLE df0;"]
     lines += [
         "@no_data dt0;",
         "@refresh_full dt0;",
@@ -112,28 +119,31 @@ def fault_scenario(query: str, points: list[str], twin: bool = False) -> Scenari
     return parse_scenario("\n".join(lines), "faults")
 
 
-def _assert_failed_at(result, points: list[str]) -> None:  # type: ignore[no-untyped-def]
-    failed = [r.reason for _, r in result.records if r.kind == "fault" and r.mode == "FAILED"]
-    assert failed == points, f"fault points not reached: {sorted(set(points) - set(failed))}"
+def _failed_at(result, dt: str) -> list[str]:  # type: ignore[no-untyped-def]
+    return [
+        r.reason
+        for name, r in result.records
+        if name == dt and r.kind == "fault" and r.mode == "FAILED"
+    ]
 
 
 def test_injected_fault_at_every_point_then_recovery(harness: Harness) -> None:
+    """A refresh fails at every fault point in turn (an incremental aggregate over a join,
+    and a FULL-only table at the points of the FULL path); each next refresh recovers."""
     points = list(faults.POINTS)
-    result = harness.run(fault_scenario(FAULT_QUERY_INCREMENTAL, points, twin=True))
+    full_points = ("after_write", "after_publish_state")
+    result = harness.run(
+        fault_scenario(FAULT_QUERY_INCREMENTAL, points, twin=True, full_points=full_points)
+    )
     _assert_ok(result)
-    _assert_failed_at(result, points)
-    recoveries = [
-        r.mode for _, r in result.records if r.kind == "refresh" and r.dt.startswith("dt0")
-    ]
+    assert _failed_at(result, "dt0") == points, "a fault point was not reached"
+    assert _failed_at(result, "df0") == list(full_points), "a fault point was not reached"
+    recoveries = [r.mode for name, r in result.records if name == "dt0" and r.kind == "refresh"]
     # after a failure at after_publish the refresh had committed: the next one has nothing to do
     assert recoveries == ["INCREMENTAL"] * (len(points) - 1) + ["NO_DATA"], recoveries
-
-
-def test_injected_fault_on_full_refresh_then_recovery(harness: Harness) -> None:
-    points = ["after_write", "after_publish_state"]
-    result = harness.run(fault_scenario(FAULT_QUERY_FULL, points))
-    _assert_ok(result)
-    _assert_failed_at(result, points)
+    assert {r.mode for name, r in result.records if name == "df0" and r.kind == "refresh"} == {
+        "FULL"
+    }
 
 
 # -- a real process kill ----------------------------------------------------------------------------
