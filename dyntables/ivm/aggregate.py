@@ -9,8 +9,15 @@ weights) and per aggregate what makes it maintainable under inserts *and* delete
   MIN(x), MAX(x)   a<j>_n, a<j>_m  (recomputed for a group only when its extreme is deleted)
 
 A group disappears when ``__cnt`` reaches 0; SUM/AVG/MIN/MAX are NULL when ``a<j>_n``
-is 0. The delta rows are expanded to +-1 rows first, so sums are exact in every type
-(no multiplication that could widen a DECIMAL past 38 digits and round).
+is 0. The delta rows are expanded to +-1 rows first, so sums are exact in every exact
+type (no multiplication that could widen a DECIMAL past 38 digits and round).
+
+A DOUBLE/FLOAT sum is not a group: subtracting does not undo adding (1 + 2 + 1e17 - 1e17
+is 0, NaN - NaN is NaN). So a floating sum is only ever *added to*: a group whose change
+deletes a non-null value, or whose new sum cancels to a tiny fraction of what was added,
+is flagged (``r_a<j>_s``) and its sum recomputed from the current input, like a deleted
+MIN/MAX. The state then always holds what Spark's own SUM gives over the group, up to
+the order of additions.
 """
 
 from __future__ import annotations
@@ -35,6 +42,10 @@ from dyntables.plan.ops import AggCall, Aggregate
 
 CNT = "__cnt"
 SIGN = "__s"
+FLOATING = frozenset({"double", "float"})
+# an inserted floating sum that cancels below this share of the magnitudes added is
+# recomputed: its rounding error could be the whole result
+CANCELLATION = 1e-6
 INCONSISTENT = "dyntables: inconsistent aggregate state"
 
 
@@ -233,8 +244,9 @@ def signed_rows(delta: exp.Query) -> exp.Select:
     return select(["*", alias(sign, SIGN)], sub(expanded))
 
 
-def delta_sql(node: Aggregate, delta: exp.Query) -> exp.Select:
-    """Per affected group: the change of every state column."""
+def delta_sql(node: Aggregate, delta: exp.Query, floating: frozenset[str] = frozenset()) -> exp.Select:
+    """Per affected group: the change of every state column; for a floating sum also
+    how many non-null values left (``x_``) and the magnitude added (``a_``)."""
     lay = layout(node)
     s = col(SIGN)
     items: list[exp.Expr] = [alias(k.copy(), name) for k, name in zip(node.keys, lay.keys, strict=True)]
@@ -251,6 +263,15 @@ def delta_sql(node: Aggregate, delta: exp.Query) -> exp.Select:
                 this=exp.GT(this=s.copy(), expression=lit(0)), true=arg.copy(), false=exp.Neg(this=exp.paren(arg.copy()))
             )
             items.append(alias(exp.Sum(this=signed), "d_" + names["s"]))
+            if names["s"] in floating:
+                gone = exp.and_(exp.LT(this=s.copy(), expression=lit(0)), not_null.copy())
+                items.append(alias(exp.Sum(this=exp.If(this=gone, true=lit(1), false=lit(0))), "x_" + names["s"]))
+                added = exp.If(
+                    this=exp.GT(this=s.copy(), expression=lit(0)),
+                    true=exp.Abs(this=arg.copy()),
+                    false=exp.cast(lit(0), "double", dialect="spark"),
+                )
+                items.append(alias(exp.Sum(this=added), "a_" + names["s"]))
         if "m" in names:
             fn = exp.Min if call.func == "min" else exp.Max
             ins = exp.If(this=exp.GT(this=s.copy(), expression=lit(0)), true=arg.copy(), false=exp.null())
@@ -276,8 +297,9 @@ def change_sql(
     current extreme, so the new one cannot be derived from the state.
     """
     lay = layout(node)
+    floating = floating_sums(node, state_types)
     d_alias, o_alias = "_d", "_o"
-    dq = sub(delta_sql(node, delta), d_alias)
+    dq = sub(delta_sql(node, delta, floating), d_alias)
     oq = sub(select(["*"], sub(state)), o_alias)
     on = null_safe_eq_all([col(k, d_alias) for k in lay.keys], [col(k, o_alias) for k in lay.keys])
     items: list[exp.Expr] = [alias(col(k, d_alias), k) for k in lay.keys]
@@ -311,6 +333,19 @@ def change_sql(
             total = add(col(s_name, o_alias), col("d_" + s_name, d_alias))
             value = exp.cast(total, state_types[s_name], dialect="spark")
             items.append(alias(exp.If(this=empty.copy(), true=exp.null(), false=value), "n_" + s_name))
+            flag: exp.Expr = exp.false()
+            if s_name in floating:
+                lost = exp.GT(this=exp.func("coalesce", col("x_" + s_name, d_alias), lit(0)), expression=lit(0))
+                magnitude = exp.Add(
+                    this=exp.Abs(this=exp.func("coalesce", col(s_name, o_alias), lit(0))),
+                    expression=exp.func("coalesce", col("a_" + s_name, d_alias), lit(0)),
+                )
+                cancelled = exp.LT(
+                    this=exp.Abs(this=total.copy()),
+                    expression=exp.Mul(this=exp.Literal.number(CANCELLATION), expression=magnitude),
+                )
+                flag = exp.and_(exp.paren(exp.or_(lost, cancelled)), exp.Not(this=empty.copy()))
+            items.append(alias(flag, "r_" + s_name))
         if "m" in names:
             m_name = names["m"]
             pick = exp.Least if call.func == "min" else exp.Greatest
@@ -331,11 +366,25 @@ def change_sql(
 
 
 def recompute_flags(node: Aggregate) -> list[str]:
-    return ["r_" + names["m"] for _, names in layout(node).aggs if "m" in names]
+    """Flag columns of the change view: a MIN/MAX whose extreme was deleted, a floating
+    SUM/AVG that lost a value or cancelled (always false for exact sums)."""
+    out: list[str] = []
+    for _, names in layout(node).aggs:
+        out.extend("r_" + names[role] for role in ("m", "s") if role in names)
+    return out
+
+
+def floating_sums(node: Aggregate, state_types: Mapping[str, str]) -> frozenset[str]:
+    """State columns of SUM/AVG kept as a DOUBLE (or FLOAT) running sum."""
+    return frozenset(
+        names["s"]
+        for _, names in layout(node).aggs
+        if "s" in names and state_types.get(names["s"], "").lower() in FLOATING
+    )
 
 
 def recompute_sql(node: Aggregate, child_new: exp.Query, change_view: str) -> exp.Select:
-    """MIN/MAX from the current input, for the flagged groups only."""
+    """MIN/MAX and SUMs from the current input, for the flagged groups only."""
     lay = layout(node)
     flags = recompute_flags(node)
     flagged = (
@@ -354,6 +403,8 @@ def recompute_sql(node: Aggregate, child_new: exp.Query, change_view: str) -> ex
         if "m" in names:
             fn = exp.Min if call.func == "min" else exp.Max
             items.append(alias(fn(this=call.arg.copy()), "m_" + names["m"]))  # type: ignore[union-attr]
+        if "s" in names:
+            items.append(alias(exp.Sum(this=call.arg.copy()), "m_" + names["s"]))  # type: ignore[union-attr]
     q = select(items, sub(restricted))
     if node.keys:
         q = q.group_by(*(k.copy() for k in node.keys))
@@ -361,11 +412,11 @@ def recompute_sql(node: Aggregate, child_new: exp.Query, change_view: str) -> ex
 
 
 def patch_sql(node: Aggregate, change_view: str, recompute_view: str) -> exp.Select:
-    """The change rows with recomputed MIN/MAX where flagged."""
+    """The change rows with recomputed MIN/MAX and floating sums where flagged."""
     lay = layout(node)
     c, r = "_c", "_r"
     items: list[exp.Expr] = []
-    patched = {"n_" + names["m"]: names["m"] for _, names in lay.aggs if "m" in names}
+    patched = {"n_" + names[role]: names[role] for _, names in lay.aggs for role in ("m", "s") if role in names}
     change_cols = lay.keys + tuple("o_" + n for n in lay.value_columns) + tuple("n_" + n for n in lay.value_columns)
     for name in change_cols:
         if name in patched:

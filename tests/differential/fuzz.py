@@ -34,6 +34,7 @@ every shape it contains; ``(all)`` counts each query once):
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import tempfile
 import time
@@ -101,6 +102,12 @@ def shrink(harness: Harness, failing: Result, budget: float, log=print) -> Scena
                 break
     log(f"  shrink: {tries} tries, {len(scenario.steps)} steps left")
     return replace(scenario, name=f"{scenario.name}-shrunk")
+
+
+def _file_stem(name: str) -> str:
+    """A file name for a scenario (its ``-- name:`` may be a sentence with slashes)."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")
+    return stem[:80] or "scenario"
 
 
 def _split_rows(values: str) -> list[str]:
@@ -212,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
                     else scenario
                 )
                 out_dir.mkdir(parents=True, exist_ok=True)
-                path = out_dir / f"{scenario.name}.scn"
+                path = out_dir / f"{_file_stem(scenario.name)}.scn"
                 header = "\n".join(f"-- failure: {f}" for f in result.failures)
                 path.write_text(small.to_text().replace("\n\n", f"\n{header}\n\n", 1))
                 failures.append((result, path))
