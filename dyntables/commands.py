@@ -103,7 +103,7 @@ class Commands:
         }
 
     def close(self) -> None:
-        pass
+        self.registry.history.flush()
 
     def execute(self, statement: Statement) -> DataFrame:
         return self._handlers[type(statement)](statement)
@@ -310,7 +310,7 @@ class Commands:
         latest = self.spark.sql(
             "SELECT name AS h_name, schema_name AS h_schema, state AS last_refresh_state, "
             "error_message AS last_error FROM (SELECT *, row_number() OVER (PARTITION BY schema_name, name "
-            f"ORDER BY start_time DESC) AS rn FROM {self.registry.history.table}) WHERE rn = 1"
+            f"ORDER BY start_time DESC) AS rn FROM {self.registry.history.current_table()}) WHERE rn = 1"
         ) if rows else None
         if latest is None:
             return base.selectExpr("*", "CAST(NULL AS string) AS last_refresh_state", "CAST(NULL AS string) AS last_error")

@@ -714,7 +714,7 @@ class Demo:
     def summary(self) -> None:
         out = self.out
         out.step("5/5  Refresh history of the three layers")
-        history = self.lh.commands.registry.history.table
+        history = self.lh.commands.registry.history.current_table()
         where = (
             f"schema_name = '{self.report.namespace}' AND name IN ({', '.join(repr(t) for _, t in LAYERS)}) "
             f"AND start_time >= TIMESTAMP '{self.started.strftime('%Y-%m-%d %H:%M:%S.%f')}'"

@@ -55,6 +55,13 @@ class FileSystem:
             return []
         return [str(s.getPath().toString()) for s in fs.listStatus(jpath) if s.isDirectory()]
 
+    def list_files(self, path: str) -> list[str]:
+        """Files directly under ``path``, oldest name first; [] if it does not exist."""
+        jpath, fs = self._path(path)
+        if not fs.exists(jpath):
+            return []
+        return sorted(str(s.getPath().toString()) for s in fs.listStatus(jpath) if s.isFile())
+
     def delete(self, path: str) -> None:
         jpath, fs = self._path(path)
         fs.delete(jpath, True)

@@ -88,24 +88,59 @@ class Refresher:
         self.locks = RefreshLocks(self.spark, registry.system_root)
 
     def refresh(
-        self, dt: DynamicTableDef, trigger: str = MANUAL, *, force_full: bool = False, wait: bool = True
+        self,
+        dt: DynamicTableDef,
+        trigger: str = MANUAL,
+        *,
+        force_full: bool = False,
+        wait: bool = True,
     ) -> RefreshOutcome:
+        if not force_full:
+            outcome = self._no_data_without_lease(dt, trigger)
+            if outcome is not None:
+                return outcome
         lease = self.locks.acquire(dt.dt_id, wait=wait)
         if lease is None:
-            raise RefreshConflictError(f"dynamic table {dt.name} is being refreshed right now; try again")
+            raise RefreshConflictError(
+                f"dynamic table {dt.name} is being refreshed right now; try again"
+            )
         with lease:
             return self._refresh_locked(dt, trigger, force_full)
 
+    def _no_data_without_lease(self, dt: DynamicTableDef, trigger: str) -> RefreshOutcome | None:
+        """NO_DATA from metadata alone, before taking the lease (a file create and delete):
+        the table already reflects its sources' current snapshots. A refresh running
+        meanwhile cannot make that untrue; anything else is decided under the lease."""
+        started = datetime.now(UTC)
+        t0 = time.monotonic()
+        table = load_table(self.spark, dt.name)
+        if table is None:
+            return None
+        properties = table.properties()
+        previous = RefreshState.from_properties(properties)
+        if previous is None:
+            return None
+        dt = DynamicTableDef.from_properties(dt.name, properties) or dt
+        pinned, missing = self._pin_sources(dt)
+        if missing or not _unchanged(previous, pinned):
+            return None
+        return self._no_data(dt, trigger, started, t0, new_job_id(), None)
+
     # -- the steps -----------------------------------------------------------------------
-    def _refresh_locked(self, dt: DynamicTableDef, trigger: str, force_full: bool) -> RefreshOutcome:
+    def _refresh_locked(
+        self, dt: DynamicTableDef, trigger: str, force_full: bool
+    ) -> RefreshOutcome:
         started = datetime.now(UTC)
         t0 = time.monotonic()
         job_id = new_job_id()
         table = load_table(self.spark, dt.name)
         if table is None:
-            raise DynTablesError(f"dynamic table {dt.name} has no table behind it; drop and recreate it")
-        dt = DynamicTableDef.from_properties(dt.name, table.properties()) or dt
-        previous = RefreshState.from_properties(table.properties())
+            raise DynTablesError(
+                f"dynamic table {dt.name} has no table behind it; drop and recreate it"
+            )
+        properties = table.properties()
+        dt = DynamicTableDef.from_properties(dt.name, properties) or dt
+        previous = RefreshState.from_properties(properties)
         mode = FULL
         reason: str | None = None
         try:
@@ -117,7 +152,9 @@ class Refresher:
             if previous is not None and not force_full and _unchanged(previous, pinned):
                 return self._no_data(dt, trigger, started, t0, job_id, None)
             session = self._child_session(job_id, dt)
-            mode, reason, executor = self.registry.planner.choose(dt, previous, pinned, force_full, session)
+            mode, reason, executor = self.registry.planner.choose(
+                dt, previous, pinned, force_full, session
+            )
             ctx = RefreshContext(
                 spark=session,
                 dt=dt,
@@ -146,23 +183,52 @@ class Refresher:
             staged.publish(snapshot.snapshot_id if snapshot else None, state.to_properties())
             faults.reach("after_publish")
             self._drop_obsolete(previous, result)
-            stats = {"rows_inserted": result.rows_inserted, "rows_deleted": result.rows_deleted, **ctx.stats}
+            stats = {
+                "rows_inserted": result.rows_inserted,
+                "rows_deleted": result.rows_deleted,
+                **ctx.stats,
+            }
             if reason:
                 stats["full_reason"] = reason
             outcome = RefreshOutcome(
-                str(dt.name), SUCCEED, mode, result.rows_inserted, result.rows_deleted,
-                int((time.monotonic() - t0) * 1000), job_id, reason,
+                str(dt.name),
+                SUCCEED,
+                mode,
+                result.rows_inserted,
+                result.rows_deleted,
+                int((time.monotonic() - t0) * 1000),
+                job_id,
+                reason,
             )
             self._record(dt, trigger, started, outcome, stats, error=None)
             return outcome
         except Exception as exc:
-            message = exc.one_line() if isinstance(exc, DynTablesError) else f"{type(exc).__name__}: {exc}"
+            message = (
+                exc.one_line()
+                if isinstance(exc, DynTablesError)
+                else f"{type(exc).__name__}: {exc}"
+            )
             message = " ".join(message.split())[:2000]
             outcome = RefreshOutcome(
-                str(dt.name), FAILED, mode, 0, 0, int((time.monotonic() - t0) * 1000), job_id, reason, message
+                str(dt.name),
+                FAILED,
+                mode,
+                0,
+                0,
+                int((time.monotonic() - t0) * 1000),
+                job_id,
+                reason,
+                message,
             )
             try:
-                self._record(dt, trigger, started, outcome, {"rows_inserted": 0, "rows_deleted": 0}, error=message)
+                self._record(
+                    dt,
+                    trigger,
+                    started,
+                    outcome,
+                    {"rows_inserted": 0, "rows_deleted": 0},
+                    error=message,
+                )
             except Exception:  # the history write must not hide the refresh's own error
                 pass
             if isinstance(exc, faults.InjectedFault):
@@ -173,7 +239,9 @@ class Refresher:
         if previous is None:
             return
         keep = {str(v["table"]) for v in result.state_tables.values()}
-        stale = [str(v["table"]) for v in previous.state_tables.values() if str(v["table"]) not in keep]
+        stale = [
+            str(v["table"]) for v in previous.state_tables.values() if str(v["table"]) not in keep
+        ]
         if stale:
             from dyntables.refresh.compiled import drop_state_tables
 
@@ -207,10 +275,23 @@ class Refresher:
         return session
 
     def _no_data(
-        self, dt: DynamicTableDef, trigger: str, started: datetime, t0: float, job_id: str, reason: str | None
+        self,
+        dt: DynamicTableDef,
+        trigger: str,
+        started: datetime,
+        t0: float,
+        job_id: str,
+        reason: str | None,
     ) -> RefreshOutcome:
         outcome = RefreshOutcome(
-            str(dt.name), SUCCEED, NO_DATA, 0, 0, int((time.monotonic() - t0) * 1000), job_id, reason
+            str(dt.name),
+            SUCCEED,
+            NO_DATA,
+            0,
+            0,
+            int((time.monotonic() - t0) * 1000),
+            job_id,
+            reason,
         )
         stats: dict[str, object] = {"rows_inserted": 0, "rows_deleted": 0}
         self._record(dt, trigger, started, outcome, stats, error=None, note=reason)
@@ -254,7 +335,9 @@ class Refresher:
 
 
 def _unchanged(previous: RefreshState, pinned: dict[str, SourceVersion]) -> bool:
-    return set(previous.sources) == set(pinned) and all(previous.sources[k] == v for k, v in pinned.items())
+    return set(previous.sources) == set(pinned) and all(
+        previous.sources[k] == v for k, v in pinned.items()
+    )
 
 
 __all__ = ["FULL", "INCREMENTAL", "RefreshContext", "RefreshOutcome", "Refresher", "WriteResult"]
