@@ -7,6 +7,7 @@ of the current catalog/namespace stay in the facade.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 
 import sqlglot
@@ -101,21 +102,98 @@ def table_name(table: exp.Table) -> TableName:
     return TableName(tuple(p.name for p in table.parts))
 
 
-def _cte_names(query: exp.Expr) -> set[str]:
-    return {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
+def _with_of(node: exp.Expr) -> exp.With | None:
+    value = node.args.get("with_") or node.args.get("with")
+    return value if isinstance(value, exp.With) else None
+
+
+def table_refs(query: exp.Expr) -> list[tuple[exp.Table, exp.CTE | None]]:
+    """Every table reference with the CTE it names (None: a real table), by Spark's
+    scoping rules: a WITH's names are visible in its query and in the CTEs after them (not
+    in their own body, so ``WITH t AS (SELECT ... FROM t)`` reads the table t), an inner
+    WITH shadows an outer one, and a WITH inside a subquery is invisible outside it."""
+    found: list[tuple[exp.Table, exp.CTE | None]] = []
+
+    def visit(node: exp.Expr, visible: dict[str, exp.CTE]) -> None:
+        with_ = _with_of(node) if isinstance(node, exp.Query) else None
+        if with_ is not None:
+            visible = dict(visible)
+            for cte in with_.expressions:
+                visit(cte.this, visible)
+                visible[cte.alias_or_name.lower()] = cte
+            for value in node.args.values():
+                if value is with_:
+                    continue
+                for child in value if isinstance(value, list) else [value]:
+                    if isinstance(child, exp.Expr):
+                        visit(child, visible)
+            return
+        if isinstance(node, exp.Table) and node.name:
+            unqualified = not node.args.get("db") and not node.args.get("catalog")
+            found.append((node, visible.get(node.name.lower()) if unqualified else None))
+        for child in node.iter_expressions():
+            visit(child, visible)
+
+    visit(query, {})
+    return found
 
 
 def source_tables(query: exp.Query, qualify: Qualifier) -> list[TableName]:
-    """The tables the query reads, qualified, in first-seen order, CTE names excluded."""
-    ctes = _cte_names(query)
+    """The tables the query reads, qualified, in first-seen order (CTE references are not
+    tables; a CTE's own name inside its body is)."""
     seen: dict[TableName, None] = {}
-    for table in query.find_all(exp.Table):
-        if not table.name:
-            continue
-        if not table.db and table.name.lower() in ctes:
-            continue
-        seen[qualify(table_name(table))] = None
+    for table, cte in table_refs(query):
+        if cte is None:
+            seen[qualify(table_name(table))] = None
     return list(seen)
+
+
+def scoped_names(query: exp.Query, qualify: Qualifier) -> exp.Query:
+    """A copy of ``query`` in which every name means the same wherever it is moved:
+
+    * each CTE gets a name unique in the query (its references keep the old name as their
+      alias), so sqlglot's Spark generator, which hoists nested WITHs to the top (a Spark 2
+      rule), can neither clash two same-named CTEs nor let a CTE shadow a table elsewhere;
+    * a table read without an alias gets its own name as alias, and columns qualified with
+      the schema-qualified table name (``public.t0.k``) are qualified with that alias, so
+      they still resolve once the table is replaced by a pinned or internal one.
+    """
+    tree = query.copy()
+    refs = table_refs(tree)
+    taken = {i.name.lower() for i in tree.find_all(exp.Identifier)}
+    counter = itertools.count()
+    renamed: dict[int, str] = {}
+    for definition in tree.find_all(exp.CTE):
+        name = f"_cte{next(counter)}_{definition.alias_or_name}"
+        while name.lower() in taken:
+            name = f"_cte{next(counter)}_{definition.alias_or_name}"
+        taken.add(name.lower())
+        renamed[id(definition)] = name
+    by_path: dict[TableName, str | None] = {}
+    for table, cte in refs:
+        if cte is not None:
+            if not table.alias:
+                table.set("alias", exp.TableAlias(this=exp.to_identifier(table.name)))
+            table.set("this", exp.to_identifier(renamed[id(cte)]))
+            continue
+        if table.alias:
+            continue
+        table.set("alias", exp.TableAlias(this=exp.to_identifier(table.name)))
+        full = qualify(table_name(table))
+        # two unaliased tables of one name (different schemas): leave their columns alone
+        by_path[full] = None if full in by_path else table.name
+    for definition in tree.find_all(exp.CTE):
+        definition.args["alias"].set("this", exp.to_identifier(renamed[id(definition)]))
+    for column in list(tree.find_all(exp.Column)):
+        if not column.args.get("db"):
+            continue
+        parts = tuple(p.name for p in (column.args.get("catalog"), column.args.get("db"), column.args.get("table")) if p)
+        target = by_path.get(qualify(TableName(parts)))
+        if target is not None:
+            column.set("catalog", None)
+            column.set("db", None)
+            column.set("table", exp.to_identifier(target))
+    return tree
 
 
 def non_deterministic_calls(query: exp.Expr) -> list[str]:
@@ -143,15 +221,15 @@ def check_deterministic(query: exp.Query, dt_name: str) -> None:
 def pin_sources(
     query: exp.Query, qualify: Qualifier, versions: Mapping[TableName, int | None]
 ) -> exp.Query:
-    """A copy of ``query`` reading every source at its snapshot.
+    """A copy of ``query`` reading every source at its snapshot (names first made
+    position-independent by :func:`scoped_names`).
 
     A source with no snapshot yet (never written) reads as empty, so that a commit racing
     with the refresh cannot slip in unrecorded.
     """
-    ctes = _cte_names(query)
-    pinned = query.copy()
-    for table in list(pinned.find_all(exp.Table)):
-        if not table.name or (not table.db and table.name.lower() in ctes):
+    pinned = scoped_names(query, qualify)
+    for table, cte in table_refs(pinned):
+        if cte is not None:
             continue
         name = qualify(table_name(table))
         alias = table.alias or table.name

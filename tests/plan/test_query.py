@@ -1,0 +1,91 @@
+"""Name resolution of a DT's query, pure (no Spark): which tables it reads and what the
+pinned query means, by Spark's scoping rules for CTEs and qualified names."""
+
+from __future__ import annotations
+
+import pytest
+
+from dyntables.plan.query import parse_query, pin_sources, scoped_names, source_tables
+from dyntables.sql.tokens import TableName
+
+
+def qualify(name: TableName) -> TableName:
+    parts = name.parts
+    if len(parts) == 1:
+        return TableName(("lakehouse", "public", parts[0]))
+    if len(parts) == 2:
+        return TableName(("lakehouse", *parts))
+    return name
+
+
+def sources(sql: str) -> list[str]:
+    return [str(t) for t in source_tables(parse_query(sql), qualify)]
+
+
+def pinned(sql: str) -> str:
+    tree = parse_query(sql)
+    return pin_sources(tree, qualify, {t: 7 for t in source_tables(tree, qualify)}).sql("spark")
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        # inside its own body a CTE's name is the table (Spark resolves it so)
+        ("WITH t0 AS (SELECT k FROM t0 WHERE k > 1) SELECT k FROM t0", ["t0"]),
+        # a CTE inside a FROM subquery does not hide a same-named table outside it
+        (
+            "SELECT q.k FROM (WITH t1 AS (SELECT k FROM t0) SELECT k FROM t1) AS q JOIN t1 ON q.k = t1.k",
+            ["t0", "t1"],
+        ),
+        # later CTEs see earlier ones; an inner WITH shadows an outer one
+        ("WITH a AS (SELECT k FROM t0), b AS (SELECT k FROM a) SELECT * FROM b", ["t0"]),
+        (
+            "WITH a AS (SELECT k FROM t0) SELECT * FROM (WITH a AS (SELECT k FROM t1) SELECT k FROM a) AS x",
+            ["t0", "t1"],
+        ),
+        (
+            "SELECT * FROM t2 WHERE EXISTS (WITH c AS (SELECT 1 FROM t3) SELECT 1 FROM c)",
+            ["t2", "t3"],
+        ),
+        # a qualified name is never a CTE
+        ("WITH t0 AS (SELECT 1 AS k) SELECT * FROM public.t0", ["t0"]),
+    ],
+)
+def test_source_tables_follow_cte_scopes(sql: str, expected: list[str]) -> None:
+    assert sources(sql) == [f"lakehouse.public.{t}" for t in expected]
+
+
+def test_pinned_nested_ctes_keep_their_meaning_when_hoisted() -> None:
+    """sqlglot's Spark generator hoists nested WITHs to the top: unique CTE names make
+    that harmless (no duplicate names, no CTE shadowing the outer table)."""
+    sql = pinned(
+        "SELECT a.k AS ak, b.k AS bk FROM (WITH w AS (SELECT k FROM t0) SELECT k FROM w) AS a "
+        "FULL JOIN (WITH w AS (SELECT k FROM t1) SELECT k FROM w) AS b ON a.k = b.k"
+    )
+    assert sql.startswith(
+        "WITH _cte0_w AS (SELECT k FROM `lakehouse`.`public`.`t0` VERSION AS OF 7 AS t0), _cte1_w AS"
+    )
+    assert "FROM _cte0_w AS w" in sql and "FROM _cte1_w AS w" in sql
+    shadow = pinned(
+        "SELECT q.k AS qk, t1.k AS k1 FROM (WITH t1 AS (SELECT k FROM t0) SELECT k FROM t1) AS q RIGHT JOIN t1 ON q.k = t1.k"
+    )
+    assert "RIGHT JOIN `lakehouse`.`public`.`t1` VERSION AS OF 7 AS t1" in shadow
+
+
+def test_pinned_self_named_cte_reads_the_table() -> None:
+    assert pinned("WITH t0 AS (SELECT k FROM t0) SELECT k FROM t0") == (
+        "WITH _cte0_t0 AS (SELECT k FROM `lakehouse`.`public`.`t0` VERSION AS OF 7 AS t0) SELECT k FROM _cte0_t0 AS t0"
+    )
+
+
+def test_schema_qualified_columns_follow_the_pinned_alias() -> None:
+    assert pinned("SELECT public.t0.k, lakehouse.public.t0.n, t0.x FROM public.t0") == (
+        "SELECT t0.k, t0.n, t0.x FROM `lakehouse`.`public`.`t0` VERSION AS OF 7 AS t0"
+    )
+
+
+def test_cte_names_never_clash_with_names_in_the_query() -> None:
+    sql = scoped_names(
+        parse_query("WITH w AS (SELECT _cte0_w FROM t0) SELECT * FROM w"), qualify
+    ).sql("spark")
+    assert sql == "WITH _cte1_w AS (SELECT _cte0_w FROM t0 AS t0) SELECT * FROM _cte1_w AS w"
