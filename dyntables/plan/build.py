@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlglot import exp
 from sqlglot.errors import OptimizeError
@@ -28,8 +28,9 @@ from dyntables.plan.ops import (
     UnionAll,
     Window,
     col,
+    walk_post_order,
 )
-from dyntables.plan.query import parse_query, table_name
+from dyntables.plan.query import parse_query, scoped_names, table_name
 from dyntables.sql.tokens import TableName
 
 # table -> ordered (column, type) pairs, for qualification and Scan columns
@@ -64,7 +65,7 @@ Scope = dict[tuple[str, str], str]  # (alias, column) -> internal name
 
 
 def build_plan(query_text: str, schema: Schema, qualify_name: Callable[[TableName], TableName]) -> Plan:
-    tree = parse_query(query_text)
+    tree = scoped_names(parse_query(query_text), qualify_name)
     sg_schema: dict[str, object] = {}
     for name, cols in schema.items():
         cat, db, tbl = name.parts
@@ -86,7 +87,75 @@ def build_plan(query_text: str, schema: Schema, qualify_name: Callable[[TableNam
         raise NotIncremental("UNRESOLVED_QUERY", "query", str(exc).splitlines()[0]) from exc
     builder = _Builder(schema, qualify_name)
     node, names = builder.query(qualified, {})
-    return Plan(node, tuple(names))
+    return Plan(_prune_scans(node, schema), tuple(names))
+
+
+def _referenced(root: Node) -> set[str]:
+    """Internal column names some operator reads: in an expression, positionally (UNION
+    inputs), or as the plan's output."""
+    used = set(root.columns)
+    exprs: list[exp.Expr] = []
+    for n in walk_post_order(root):
+        if isinstance(n, Filter):
+            exprs.append(n.predicate)
+        elif isinstance(n, Project):
+            exprs.extend(n.exprs)
+        elif isinstance(n, Join):
+            exprs.extend(n.left_keys + n.right_keys)
+            if n.residual is not None:
+                exprs.append(n.residual)
+        elif isinstance(n, Aggregate):
+            exprs.extend(n.keys)
+            exprs.extend(a.arg for a in n.aggs if a.arg is not None)
+        elif isinstance(n, Window):
+            exprs.extend(n.partition_by + n.funcs)
+        elif isinstance(n, UnionAll):
+            for child in n.inputs:
+                used.update(child.columns)
+    for e in exprs:
+        used.update(c.name for c in e.find_all(exp.Column))
+    return used
+
+
+def _groupable(type_sql: str) -> bool:
+    """Spark cannot group, join or compare MAP values (nor anything containing one)."""
+    return "map<" not in type_sql.lower()
+
+
+def _prune_scans(root: Node, schema: Schema) -> Node:
+    """Scans read only the columns the query uses.
+
+    Cheaper change capture, and exactly what a source's history must provide: a column
+    added to a source later (ALTER TABLE ... ADD COLUMN) is not read at the older
+    snapshot whose schema lacks it. Consolidating a change by a subset of its columns is
+    still exact (projection is linear over Z-sets). A column Spark cannot group by (a
+    MAP) cannot be consolidated or compared at all: such a query refreshes FULL.
+    """
+    used = _referenced(root)
+
+    def prune(n: Node) -> Node:
+        if isinstance(n, Scan):
+            types = dict(schema.get(n.table, []))
+            keep = [(s, o) for s, o in zip(n.source_columns, n.out, strict=True) if o in used]
+            for s, _ in keep:
+                if not _groupable(types.get(s, "")):
+                    raise NotIncremental(
+                        "MAP_COLUMN", "Scan", f"{n.table}.{s} is a {types[s]}: Spark cannot group or compare it"
+                    )
+            if not keep:  # e.g. COUNT(*): one column still counts the rows
+                keep = [(s, o) for s, o in zip(n.source_columns, n.out, strict=True) if _groupable(types.get(s, ""))][:1]
+                if not keep:
+                    raise NotIncremental("MAP_COLUMN", "Scan", f"{n.table} has no column Spark can group by")
+            return Scan(n.table, tuple(s for s, _ in keep), tuple(o for _, o in keep))
+        if isinstance(n, (Filter, Project, Aggregate, Window)):
+            return replace(n, child=prune(n.child))
+        if isinstance(n, Join):
+            return replace(n, left=prune(n.left), right=prune(n.right))
+        if isinstance(n, UnionAll):
+            return replace(n, inputs=tuple(prune(c) for c in n.inputs))
+        raise AssertionError(f"unknown operator {type(n).__name__}")
+
+    return prune(root)
 
 
 class _Builder:

@@ -4,13 +4,21 @@ Cheapest correct method first:
   append        every snapshot in the range only added files: incremental append scan
   changelog     copy-on-write changes: Iceberg's changelog scan, consolidated by row so
                 rows a rewrite carried over unchanged (-1 +1) cancel
-  snapshot_diff delete files (merge-on-read) in the range, which changelog scans reject:
-                compare the two versions (reads both; correct, not cheap)
+  snapshot_diff delete files (merge-on-read) in the range, which changelog scans reject,
+                or a source column named like a changelog metadata column
+                (``_change_type``): compare the two versions (reads both; correct, not cheap)
   initial       the source was empty at the last refresh: all of it is new
+
+Only the columns the plan scans are read, and the change is consolidated by those: a
+projection of a Z-set is still a Z-set, so carried-over rows still cancel, and columns
+the query never reads (a MAP Spark cannot group by, one added later) play no part.
+When the range cannot be read as it was (an expired snapshot, a schema change touching
+the scanned columns), the refresh is FULL with a reason code instead.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +34,11 @@ INITIAL = "initial"
 
 SOURCE_REPLACED = "SOURCE_REPLACED"
 SOURCE_HISTORY_UNAVAILABLE = "SOURCE_HISTORY_UNAVAILABLE"
+SOURCE_SCHEMA_CHANGED = "SOURCE_SCHEMA_CHANGED"
+
+# metadata columns of Iceberg's changelog view: a source column of the same name makes
+# the view's schema invalid ("multiple fields for name _change_type")
+CHANGELOG_METADATA = frozenset({"_change_type", "_change_ordinal", "_commit_snapshot_id"})
 
 
 @dataclass(frozen=True)
@@ -41,7 +54,40 @@ def _delete_files(summary: dict[str, str] | Any) -> bool:
     return any(int(summary.get(k, "0") or 0) > 0 for k in keys)
 
 
-def plan_capture(table: IcebergTable, old: SourceVersion, new: SourceVersion) -> Capture:
+def _fields(table: IcebergTable, snapshot_id: int | None, columns: Sequence[str]) -> tuple[Any, ...]:
+    """(field id, type) of ``columns`` in the schema of a snapshot (None: the current
+    schema), resolved case-insensitively like Spark does; one py4j call per column."""
+    jtable = table._t  # the loaded org.apache.iceberg.Table
+    schema = jtable.schema()
+    if snapshot_id is not None:
+        schema_id = jtable.snapshot(snapshot_id).schemaId()
+        if schema_id is not None:
+            schema = jtable.schemas().get(schema_id)
+    out = []
+    for name in columns:
+        field = schema.caseInsensitiveFindField(name)
+        out.append(None if field is None else (int(field.fieldId()), str(field.type().toString())))
+    return tuple(out)
+
+
+def _schema_ids(table: IcebergTable, *snapshot_ids: int) -> set[int | None]:
+    jtable = table._t
+    ids: set[int | None] = {int(jtable.schema().schemaId())}
+    for sid in snapshot_ids:
+        value = jtable.snapshot(sid).schemaId()
+        ids.add(None if value is None else int(value))
+    return ids
+
+
+def _column_names(table: IcebergTable) -> set[str]:
+    return {str(f.name()).lower() for f in table._t.schema().columns()}
+
+
+def plan_capture(
+    table: IcebergTable, old: SourceVersion, new: SourceVersion, columns: Sequence[str] = ()
+) -> Capture:
+    """How to read the change of ``table`` from ``old`` to ``new``; ``columns``: the
+    source columns the plan scans (their meaning must not have changed in the range)."""
     if old == new:
         return Capture(NONE)
     if old.uuid != new.uuid:
@@ -52,16 +98,30 @@ def plan_capture(table: IcebergTable, old: SourceVersion, new: SourceVersion) ->
     total = int(newest.summary.get("total-records", "0")) if newest else 0
     if old.snapshot is None:
         return Capture(INITIAL, changed_rows=total, total_rows=total)
+    start = table.snapshot(old.snapshot)
+    if start is None:
+        # expired (expire_snapshots) or rolled away: the newer snapshots' parent ids still
+        # name it, so the chain below looks whole, but its files may be gone and neither
+        # the changes nor the old version can be read
+        return Capture(None, SOURCE_HISTORY_UNAVAILABLE)
     chain = table.ancestors_between(new.snapshot, old.snapshot)
     if chain is None:
         return Capture(None, SOURCE_HISTORY_UNAVAILABLE)
+    if columns and len(_schema_ids(table, old.snapshot, new.snapshot)) > 1:
+        # a schema change in the range: fine if the scanned columns are the same fields
+        # (ADD COLUMN of a column the query does not read), else the old rows would be
+        # read with another meaning (a dropped and re-added column, a type change)
+        seen = {_fields(table, sid, columns) for sid in (old.snapshot, new.snapshot, None)}
+        if len(seen) > 1:
+            return Capture(None, SOURCE_SCHEMA_CHANGED)
     changed = sum(
         int(s.summary.get("added-records", "0") or 0) + int(s.summary.get("deleted-records", "0") or 0) for s in chain
     )
     if all(s.operation == "append" for s in chain):
         return Capture(APPEND, changed_rows=changed, total_rows=total)
-    start = table.snapshot(old.snapshot)
-    if any(_delete_files(s.summary) for s in chain) or (start is not None and _delete_files(start.summary)):
+    if any(_delete_files(s.summary) for s in chain) or _delete_files(start.summary):
+        return Capture(SNAPSHOT_DIFF, changed_rows=changed, total_rows=total)
+    if _column_names(table) & CHANGELOG_METADATA:  # the changelog view cannot be built
         return Capture(SNAPSHOT_DIFF, changed_rows=changed, total_rows=total)
     return Capture(CHANGELOG, changed_rows=changed, total_rows=total)
 

@@ -8,6 +8,9 @@ Every FULL carries a stable reason code that the user sees in history and EXPLAI
   <compiler code>             the query has no delta rule (LIMIT, NOT_IN_SUBQUERY, ...)
   SOURCE_REPLACED             a source was dropped and created again since the last refresh
   SOURCE_HISTORY_UNAVAILABLE  the recorded source snapshot is no longer in its history
+                              (expired, rolled back): its changes cannot be read
+  SOURCE_SCHEMA_CHANGED       a column the query reads changed meaning (type, dropped and
+                              re-added) between the recorded and the current snapshot
   STATE_MISSING               aggregate state is missing (e.g. created by an older version)
   CHANGE_TOO_LARGE            AUTO: the change is a large share of the sources (estimate recorded)
   INCONSISTENT_STATE          the incremental result disagreed with the table; recomputed
@@ -22,7 +25,9 @@ from dyntables.catalog.definition import DynamicTableDef, RefreshState, SourceVe
 from dyntables.catalog.iceberg import load_table
 from dyntables.errors import IncrementalNotSupportedError
 from dyntables.ivm import aggregate as agg
+from dyntables.ivm.sqlb import W
 from dyntables.plan.build import NotIncremental, Plan, build_plan
+from dyntables.plan.ops import scans
 from dyntables.refresh.changes import NONE, Capture, plan_capture
 from dyntables.refresh.compiled import aggregate_nodes, state_keys
 from dyntables.refresh.full import full_refresh
@@ -57,6 +62,14 @@ class Compiled:
     source_columns: dict[str, list[str]]
 
 
+def scanned_columns(plan: Plan) -> dict[str, list[str]]:
+    """Per source, the columns the plan's scans read (what change capture must provide)."""
+    out: dict[str, dict[str, None]] = {}
+    for scan in scans(plan.root):
+        out.setdefault(str(scan.table), {}).update(dict.fromkeys(scan.source_columns))
+    return {k: list(v) for k, v in out.items()}
+
+
 class Planner:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
@@ -72,9 +85,10 @@ class Planner:
                 continue
             schema[source] = [(f.name, f.dataType.simpleString()) for f in fields]
         try:
-            columns = [f.name for f in spark.table(dt.name.sql()).schema.fields]
+            fields = [(f.name, f.dataType.simpleString()) for f in spark.table(dt.name.sql()).schema.fields]
         except Exception:
-            columns = []
+            fields = []
+        columns = [c for c, _ in fields]
         source_columns = {str(k): [c for c, _ in v] for k, v in schema.items()}
         try:
             plan = build_plan(dt.query, schema, _qualifier(dt))
@@ -82,9 +96,20 @@ class Planner:
                 code = agg.supported(node)
                 if code:
                     raise NotIncremental(code, "Aggregate", "COUNT(DISTINCT x) has no delta rule yet")
+            for name, type_sql in fields:
+                if "map<" in type_sql.lower():  # a delta is applied by grouping on every column
+                    raise NotIncremental(
+                        "MAP_COLUMN", "output", f"column {name} is a {type_sql}: Spark cannot group or compare it"
+                    )
+            scanned = scanned_columns(plan)
+            for name in [c for cols in scanned.values() for c in cols] + columns:
+                if name.lower() == W:  # a change is these columns plus its weight column
+                    raise NotIncremental(
+                        "RESERVED_COLUMN_NAME", "column", f"a column named {name} is the weight of a change"
+                    )
         except NotIncremental as reason:
             return Compiled(None, reason, columns, source_columns)
-        return Compiled(plan, None, columns, source_columns)
+        return Compiled(plan, None, columns, {**source_columns, **scanned})
 
     def compile_for_create(self, dt: DynamicTableDef, columns: list[str]) -> Compiled:
         compiled = self.compile(dt)
@@ -133,7 +158,7 @@ class Planner:
             table = load_table(self.registry.spark, TableName(tuple(name.split("."))))
             if recorded is None or table is None:
                 return FULL, STATE_MISSING, full
-            capture = plan_capture(table, recorded, version)
+            capture = plan_capture(table, recorded, version, compiled.source_columns.get(name, ()))
             if capture.method is None:
                 assert capture.reason is not None
                 return FULL, capture.reason, full

@@ -27,6 +27,7 @@ Further checks, as steps or after every refresh:
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 import re
@@ -381,11 +382,7 @@ class Harness:
         elif op == "expect":
             self._expect(info, args[1])
         elif op == "expect_mode":
-            last = [r for dt, r in result.records if dt == short]
-            if not last or last[-1].mode != args[1].upper():
-                raise Failure(
-                    f"expected the last refresh of {short} to be {args[1]}, got {last[-1].mode if last else None}"
-                )
+            self._expect_mode(result, short, info, *args[1:])
         else:
             raise ScenarioError(f"unknown step {op}")
 
@@ -611,6 +608,29 @@ class Harness:
             raise Mismatch(
                 f"refreshed in several steps, {a.name} differs from {b.name} refreshed once: {diff}"
             )
+
+    def _expect_mode(
+        self, result: Result, short: str, info: DtInfo | None, mode: str, reason: str | None = None
+    ) -> None:
+        """``@expect_mode dt MODE [REASON]``: the last refresh's mode (and FULL reason code,
+        which must also be in the refresh history's ``stats``)."""
+        last = [r for dt, r in result.records if dt == short]
+        got = (last[-1].mode, last[-1].reason) if last else (None, None)
+        if got[0] != mode.upper() or (reason is not None and got[1] != reason):
+            raise Failure(
+                f"expected the last refresh of {short} to be {mode} {reason or ''}, got {got[0]} {got[1] or ''}"
+            )
+        if reason is not None and info is not None:
+            name = info.name.replace("'", "")
+            row = self.lh.sql(
+                f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{name}' LIMIT 1"
+            ).first()
+            recorded = json.loads(row["stats"] or "{}").get("full_reason") if row else None
+            if row is None or row["refresh_mode"] != mode.upper() or recorded != reason:
+                raise Failure(
+                    f"the refresh history does not record {mode} {reason}: "
+                    f"{row['refresh_mode'] if row else None} {recorded}"
+                )
 
     def _expect(self, info: DtInfo, values: str) -> None:
         q = self.lh.qualify(info.name).sql()
