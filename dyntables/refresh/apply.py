@@ -34,10 +34,20 @@ def _q(name: str) -> str:
     return f"`{name}`"
 
 
+def _helper(name: str, columns: list[str]) -> str:
+    """``name`` for a helper column next to the table's own, made unique: a table may have
+    a column called ``_n`` (or ``_op``, ``__i``...) itself."""
+    taken = {c.lower() for c in columns}
+    while name.lower() in taken:
+        name += "_"
+    return name
+
+
 def apply_delta(
     spark: Any, table_sql: str, columns: list[str], delta_sql: str, view_prefix: str, table_rows: int | None = None
 ) -> Applied:
     cols = ", ".join(_q(c) for c in columns)
+    i = _helper("__i", columns)
     consolidated = spark.sql(
         f"SELECT {cols}, CAST(SUM({W}) AS BIGINT) AS {W} FROM ({delta_sql}) _d GROUP BY {cols} HAVING SUM({W}) <> 0"
     )
@@ -57,7 +67,7 @@ def apply_delta(
         if negatives == 0:
             spark.sql(
                 f"INSERT INTO {table_sql} SELECT {cols} FROM "
-                f"(SELECT *, explode(sequence(1, {W})) AS __i FROM {view}) _x"
+                f"(SELECT *, explode(sequence(1, {W})) AS {i} FROM {view}) _x"
             )
             return Applied(inserted, deleted)
         if table_rows is not None and table_rows <= REWRITE_MAX_ROWS:
@@ -78,37 +88,39 @@ def _checked_count(expr: exp.Expr) -> str:
 def _rewrite(spark: Any, table_sql: str, columns: list[str], view: str) -> None:
     """New contents = current rows + delta, counted per value, in one overwrite."""
     cols = ", ".join(_q(c) for c in columns)
+    n, m, i = (_helper(h, columns) for h in ("_n", "_m", "__i"))
     counted = (
-        f"SELECT {cols}, SUM({W}) AS _n FROM (SELECT {cols}, CAST(1 AS BIGINT) AS {W} FROM {table_sql} "
+        f"SELECT {cols}, SUM({W}) AS {n} FROM (SELECT {cols}, CAST(1 AS BIGINT) AS {W} FROM {table_sql} "
         f"UNION ALL SELECT {cols}, {W} FROM {view}) _u GROUP BY {cols}"
     )
-    checked = _checked_count(exp.column("_n"))
+    checked = _checked_count(exp.column(n))
     spark.sql(
-        f"INSERT OVERWRITE {table_sql} SELECT {cols} FROM (SELECT *, explode(sequence(1, _m)) AS __i FROM "
-        f"(SELECT {cols}, {checked} AS _m FROM ({counted}) _c) _k WHERE _m > 0) _e"
+        f"INSERT OVERWRITE {table_sql} SELECT {cols} FROM (SELECT *, explode(sequence(1, {m})) AS {i} FROM "
+        f"(SELECT {cols}, {checked} AS {m} FROM ({counted}) _c) _k WHERE {m} > 0) _e"
     )
 
 
 def _merge(spark: Any, table_sql: str, columns: list[str], view: str) -> None:
     cols = ", ".join(_q(c) for c in columns)
+    one, cur, n, i, op = (_helper(h, columns) for h in ("_one", "_cur", "_n", "__i", "_op"))
     match = null_safe_eq_all([exp.column(c, "v") for c in columns], [exp.column(c, "t") for c in columns]).sql("spark")
     # current copies of every value that loses copies
     current = (
-        f"SELECT v.*, COUNT(t._one) AS _cur FROM (SELECT * FROM {view} WHERE {W} < 0) v "
-        f"LEFT JOIN (SELECT *, 1 AS _one FROM {table_sql}) t ON {match} GROUP BY ALL"
+        f"SELECT v.*, COUNT(t.{one}) AS {cur} FROM (SELECT * FROM {view} WHERE {W} < 0) v "
+        f"LEFT JOIN (SELECT *, 1 AS {one} FROM {table_sql}) t ON {match} GROUP BY ALL"
     )
-    checked = _checked_count(exp.Add(this=exp.column("_cur"), expression=exp.column(W)))
+    checked = _checked_count(exp.Add(this=exp.column(cur), expression=exp.column(W)))
     source = (
-        f"SELECT {cols}, 'D' AS _op FROM {view} WHERE {W} < 0 "
-        f"UNION ALL SELECT {cols}, 'I' AS _op FROM (SELECT *, explode(sequence(1, _n)) AS __i FROM "
-        f"(SELECT *, {checked} AS _n FROM ({current}) _c) _k WHERE _n > 0) _e "
-        f"UNION ALL SELECT {cols}, 'I' AS _op FROM (SELECT *, explode(sequence(1, {W})) AS __i FROM {view} "
+        f"SELECT {cols}, 'D' AS {op} FROM {view} WHERE {W} < 0 "
+        f"UNION ALL SELECT {cols}, 'I' AS {op} FROM (SELECT *, explode(sequence(1, {n})) AS {i} FROM "
+        f"(SELECT *, {checked} AS {n} FROM ({current}) _c) _k WHERE {n} > 0) _e "
+        f"UNION ALL SELECT {cols}, 'I' AS {op} FROM (SELECT *, explode(sequence(1, {W})) AS {i} FROM {view} "
         f"WHERE {W} > 0) _p"
     )
     on = null_safe_eq_all([exp.column(c, "t") for c in columns], [exp.column(c, "s") for c in columns]).sql("spark")
     names = ", ".join(_q(c) for c in columns)
     values = ", ".join(f"s.{_q(c)}" for c in columns)
     spark.sql(
-        f"MERGE INTO {table_sql} t USING ({source}) s ON s._op = 'D' AND {on} "
-        f"WHEN MATCHED THEN DELETE WHEN NOT MATCHED AND s._op = 'I' THEN INSERT ({names}) VALUES ({values})"
+        f"MERGE INTO {table_sql} t USING ({source}) s ON s.{op} = 'D' AND {on} "
+        f"WHEN MATCHED THEN DELETE WHEN NOT MATCHED AND s.{op} = 'I' THEN INSERT ({names}) VALUES ({values})"
     )
