@@ -14,7 +14,7 @@ from dyntables.ivm.sqlb import select, sub
 from dyntables.plan.build import Plan
 from dyntables.refresh import faults
 from dyntables.refresh.apply import REWRITE_MAX_ROWS, Applied, apply_delta
-from dyntables.refresh.changes import NONE, Capture, read_changes
+from dyntables.refresh.changes import APPEND, INITIAL, NONE, Capture, read_changes
 from dyntables.refresh.compiled import (
     BoundSources,
     aggregate_nodes,
@@ -66,7 +66,9 @@ def incremental_refresh(
             df.createOrReplaceTempView(view)
             views.append(view)
             delta_views[source] = view
-            ctx.stats[f"rows_read.{_short(source)}"] = df.count()
+            # appends: the snapshot summaries already say how many rows were added (no job)
+            exact = capture.method in (APPEND, INITIAL)
+            ctx.stats[f"rows_read.{_short(source)}"] = capture.changed_rows if exact else df.count()
         faults.reach("after_read_changes")
         sources = BoundSources(
             spark,

@@ -35,10 +35,13 @@ def test_no_data_refresh_runs_no_spark_job_and_makes_no_commit(lh: Lakehouse, un
     assert _jobs_started(lh) > jobs
 
 
-def _capture(lh: Lakehouse, dt: str) -> str:
+def _stats(lh: Lakehouse, dt: str) -> dict[str, str]:
     latest = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
-    stats = json.loads(latest.stats)
-    return next(v for k, v in stats.items() if k.startswith("capture."))
+    return dict(json.loads(latest.stats))
+
+
+def _capture(lh: Lakehouse, dt: str) -> str:
+    return next(v for k, v in _stats(lh, dt).items() if k.startswith("capture."))
 
 
 def test_capture_paths_append_changelog_and_merge_on_read(lh: Lakehouse, unique) -> None:
@@ -53,13 +56,17 @@ def test_capture_paths_append_changelog_and_merge_on_read(lh: Lakehouse, unique)
         CREATE DYNAMIC TABLE {dt} REFRESH_MODE = INCREMENTAL AS SELECT c.k, c.v, m.v AS mv FROM {cow} c JOIN {mor} m ON c.k = m.k
         """
     )
-    lh.sql(f"INSERT INTO {cow} VALUES (3, 'c')")
+    lh.sql(f"INSERT INTO {cow} VALUES (3, 'c'); INSERT INTO {cow} VALUES (4, 'd'), (5, 'e')")
     assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
     assert _capture(lh, dt) == "append"
+    # the refresh read the change (3 rows over two commits), not the table
+    assert (_stats(lh, dt)[f"rows_read.{cow}"], _stats(lh, dt)[f"rows_read.{mor}"]) == ("3", "0")
     assert_oracle(lh, dt)
     lh.sql(f"DELETE FROM {cow} WHERE k = 1; UPDATE {cow} SET v = 'B' WHERE k = 2")
     assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
     assert _capture(lh, dt) == "changelog"
+    # consolidated: one row deleted, one row updated twice over (-2 'b' +2 'B')
+    assert _stats(lh, dt)[f"rows_read.{cow}"] == "3"
     assert_oracle(lh, dt)
     # merge-on-read writes delete files, which changelog scans reject: snapshot diff
     lh.sql(f"DELETE FROM {mor} WHERE k = 3; UPDATE {mor} SET v = 'Y' WHERE k = 2")
