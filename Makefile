@@ -25,8 +25,14 @@ test-all: setup
 fuzz: setup
 	$(PY) -m tests.differential.fuzz $(ARGS)
 
-bench: setup
+bench: setup $(VENV)/.bench-installed
+	@scripts/check_java.sh
 	$(PY) -m bench $(ARGS)
+
+# plotting is only needed by the benchmarks: kept out of the test set-up
+$(VENV)/.bench-installed: requirements-bench.lock $(STAMP)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements-bench.lock
+	@touch $@
 
 lint: setup
 	$(VENV)/bin/ruff check dyntables tests bench
