@@ -273,8 +273,10 @@ class Commands:
 
     # -- REFRESH -----------------------------------------------------------------------
     def refresh(self, stmt: RefreshDynamicTable) -> DataFrame:
-        dt = self.registry.get(stmt.name)
-        out = self.registry.refresher.refresh(dt, MANUAL)
+        table, dt = self.registry.load(stmt.name)
+        if table is None or dt is None:
+            dt = self.registry.get(stmt.name)  # raises the right "not found" / "not dynamic" error
+        out = self.registry.refresher.refresh(dt, MANUAL, table=table)
         return rows_frame(
             self.spark,
             "name string, state string, refresh_mode string, rows_inserted bigint, rows_deleted bigint, "

@@ -62,6 +62,7 @@ class IcebergTable:
         self.spark = spark
         self.name = name
         self._t = jtable
+        self._properties: dict[str, str] | None = None
 
     @property
     def uuid(self) -> str:
@@ -72,9 +73,12 @@ class IcebergTable:
         return str(self._t.location())
 
     def properties(self) -> dict[str, str]:
-        """All properties in one py4j round trip (as JSON), not one per entry."""
-        mapper = self.spark._jvm.org.apache.iceberg.util.JsonUtil.mapper()
-        return dict(json.loads(mapper.writeValueAsString(self._t.properties())))
+        """All properties in one py4j round trip (as JSON), not one per entry; read once
+        per loaded table (this object's own commits forget the copy)."""
+        if self._properties is None:
+            mapper = self.spark._jvm.org.apache.iceberg.util.JsonUtil.mapper()
+            self._properties = dict(json.loads(mapper.writeValueAsString(self._t.properties())))
+        return dict(self._properties)
 
     def current_snapshot(self) -> SnapshotInfo | None:
         snap = self._t.currentSnapshot()
@@ -129,6 +133,7 @@ class IcebergTable:
 
     # -- commits -------------------------------------------------------------------------
     def set_properties(self, props: Mapping[str, str], remove: Iterable[str] = ()) -> None:
+        self._properties = None
         update = self._t.updateProperties()
         for key, value in props.items():
             update = update.set(key, value)
@@ -142,6 +147,7 @@ class IcebergTable:
         This is the refresh's commit point: the data and the source snapshots it reflects
         become visible together or not at all.
         """
+        self._properties = None
         txn = self._t.newTransaction()
         if snapshot_id is not None and snapshot_id != self.current_snapshot_id():
             txn.manageSnapshots().setCurrentSnapshot(snapshot_id).commit()
@@ -152,6 +158,7 @@ class IcebergTable:
         txn.commitTransaction()
 
     def rollback_to(self, snapshot_id: int) -> None:
+        self._properties = None
         self._t.manageSnapshots().setCurrentSnapshot(snapshot_id).commit()
 
 

@@ -94,9 +94,11 @@ class Refresher:
         *,
         force_full: bool = False,
         wait: bool = True,
+        table: IcebergTable | None = None,
     ) -> RefreshOutcome:
+        """``table``: the dynamic table just loaded by the caller, to spare a reload."""
         if not force_full:
-            outcome = self._no_data_without_lease(dt, trigger)
+            outcome = self._no_data_without_lease(dt, trigger, table)
             if outcome is not None:
                 return outcome
         lease = self.locks.acquire(dt.dt_id, wait=wait)
@@ -107,13 +109,15 @@ class Refresher:
         with lease:
             return self._refresh_locked(dt, trigger, force_full)
 
-    def _no_data_without_lease(self, dt: DynamicTableDef, trigger: str) -> RefreshOutcome | None:
+    def _no_data_without_lease(
+        self, dt: DynamicTableDef, trigger: str, table: IcebergTable | None = None
+    ) -> RefreshOutcome | None:
         """NO_DATA from metadata alone, before taking the lease (a file create and delete):
         the table already reflects its sources' current snapshots. A refresh running
         meanwhile cannot make that untrue; anything else is decided under the lease."""
         started = datetime.now(UTC)
         t0 = time.monotonic()
-        table = load_table(self.spark, dt.name)
+        table = table or load_table(self.spark, dt.name)
         if table is None:
             return None
         properties = table.properties()
