@@ -47,6 +47,8 @@ def pinned(sql: str) -> str:
             "SELECT * FROM t2 WHERE EXISTS (WITH c AS (SELECT 1 FROM t3) SELECT 1 FROM c)",
             ["t2", "t3"],
         ),
+        # a table function is no table
+        ("SELECT r.id, t0.k FROM range(3) AS r JOIN t0 ON r.id = t0.k", ["t0"]),
         # a qualified name is never a CTE
         ("WITH t0 AS (SELECT 1 AS k) SELECT * FROM public.t0", ["t0"]),
     ],
