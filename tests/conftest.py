@@ -35,11 +35,3 @@ def unique() -> Callable[[str], str]:
 def rows(df) -> list[tuple]:  # type: ignore[no-untyped-def]
     """Sorted plain tuples of a small result, for comparisons in tests."""
     return sorted((tuple(r) for r in df.collect()), key=repr)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The differential suite runs in `make test-all` / `make fuzz` until its quick profile
-    fits the `make test` budget (issue 5)."""
-    for item in items:
-        if "tests/differential/" in str(item.fspath).replace("\\", "/"):
-            item.add_marker(pytest.mark.slow)

@@ -26,4 +26,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # ty
         f"{s.known_bugs} known bugs reproduced, {s.seconds:.0f} s"
     )
     if config.getoption("verbose") > 0:
+        terminalreporter.write_line(
+            "differential time by step: "
+            + ", ".join(f"{k} {v:.0f} s" for k, v in s.timing.most_common())
+        )
         terminalreporter.write_line(s.coverage_table())

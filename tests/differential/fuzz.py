@@ -34,6 +34,7 @@ every shape it contains; ``(all)`` counts each query once):
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import tempfile
@@ -41,7 +42,14 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from tests.differential.generate import SHAPES, Scenario, Step, parse_scenario, scenario_from_seed
+from tests.differential.generate import (
+    SHAPES,
+    Scenario,
+    Step,
+    parse_scenario,
+    quick_scenarios,
+    scenario_from_seed,
+)
 from tests.differential.harness import Harness, Result, Stats
 
 
@@ -104,6 +112,29 @@ def shrink(harness: Harness, failing: Result, budget: float, log=print) -> Scena
     return replace(scenario, name=f"{scenario.name}-shrunk")
 
 
+def markdown_report(stats: Stats, seed: int, argv: list[str] | None, seconds: float) -> str:
+    """The run as a README section body: command, outcome, coverage table."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--seed" not in args:
+        args += ["--seed", str(seed)]
+    modes = stats.modes
+    lines = [
+        f"`make fuzz ARGS=\"{' '.join(args)}\"` ({time.strftime('%Y-%m-%d')}, {seconds / 60:.0f} min"
+        f" on {os.cpu_count()} cores): {stats.scenarios} scenarios, {stats.queries} queries "
+        f"({sum(stats.compiler_codes.values())} outside the compiler's grammar), {stats.refreshes} "
+        f"refreshes checked against the oracle: INCREMENTAL {modes['INCREMENTAL']}, FULL "
+        f"{modes['FULL']}, forced FULL {modes['forced']}, NO_DATA {modes['NO_DATA']}, injected "
+        f"failures {modes['faults']}; **{stats.mismatches} mismatches**, {stats.errors} other "
+        "failures.",
+        "",
+    ]
+    if stats.full_reasons:
+        reasons = ", ".join(f"`{k}` {v}" for k, v in stats.full_reasons.most_common())
+        lines += [f"FULL refreshes by reason: {reasons}.", ""]
+    lines.append(stats.coverage_table())
+    return "\n".join(lines) + "\n"
+
+
 def _file_stem(name: str) -> str:
     """A file name for a scenario (its ``-- name:`` may be a sentence with slashes)."""
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")
@@ -145,13 +176,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-faults", action="store_true", help="do not inject refresh failures")
     parser.add_argument(
+        "--ill-conditioned",
         "--with-known-bugs",
+        dest="ill_conditioned",
         action="store_true",
-        help="also generate what hits the known bugs of scenarios/bug-*.scn (NaN, -Infinity, 1e17 "
-        "and -0.0 in DOUBLE columns; expire_snapshots on sources)",
+        help="also 1e17 / -1e17 in DOUBLE columns: sums that depend on the order of additions, "
+        "where the oracle (Spark's own SUM) is not exact either",
     )
     parser.add_argument(
         "--replay", type=Path, action="append", help="run a .scn scenario file instead"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="run the quick profile's generated scenarios instead"
     )
     parser.add_argument(
         "--shrink-budget", type=float, default=300.0, help="seconds to shrink each failure"
@@ -164,6 +200,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--warehouse", type=Path, default=None, help="warehouse folder (default: a temp folder)"
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=None,
+        help="also write the summary and coverage table as markdown (for the README)",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="print every refresh")
     args = parser.parse_args(argv)
@@ -184,8 +226,9 @@ def main(argv: list[str] | None = None) -> int:
         conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
     ) as lh:
         harness = Harness(lh, stats, log=print if args.verbose else None)
-        if args.replay:
-            plan = [(parse_scenario(p.read_text(), p.stem), None) for p in args.replay]
+        if args.replay or args.quick:
+            plan = [(parse_scenario(p.read_text(), p.stem), None) for p in args.replay or []]
+            plan += [(sc, None) for sc in (quick_scenarios() if args.quick else [])]
         else:
             plan = None
         i = 0
@@ -201,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
                     break
                 shape = shapes[i % len(shapes)]
                 scenario = scenario_from_seed(
-                    seed + i, shape, faults=not args.no_faults, known_bugs=args.with_known_bugs
+                    seed + i, shape, faults=not args.no_faults, ill_conditioned=args.ill_conditioned
                 )
             result = harness.run(scenario)
             status = "ok" if result.ok else ("ERROR(generator)" if result.error else "FAILED")
@@ -231,6 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     print(stats.summary())
     print()
     print(stats.coverage_table())
+    if args.report is not None:
+        args.report.write_text(markdown_report(stats, seed, argv, time.monotonic() - started))
+        print(f"\nmarkdown report: {args.report}")
     if failures:
         print()
         print("failing scenarios (add them to tests/differential/scenarios/):")

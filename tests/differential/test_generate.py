@@ -91,3 +91,16 @@ def test_hypothesis_scenarios_are_valid(sc: Scenario) -> None:
 def test_corpus_files_parse(path: Path) -> None:
     sc = parse_scenario(path.read_text(), path.stem)
     assert sc.steps and sc.dynamic_tables
+
+
+def test_quick_scenarios_cover_every_shape() -> None:
+    from tests.differential.generate import QUICK_GROUPS, SHAPE_TAGS, quick_scenarios
+
+    quick = quick_scenarios()
+    assert [q.to_text() for q in quick] == [q.to_text() for q in quick_scenarios()]  # fixed
+    assert sorted(s for g in QUICK_GROUPS for s in g) == sorted(SHAPES)
+    for sc in quick:
+        _check(sc)
+        tags = set().union(*sc.tags.values())
+        for shape in (sc.shape or "").split("+"):
+            assert tags & SHAPE_TAGS.get(shape, {shape}), shape
