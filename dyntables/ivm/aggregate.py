@@ -99,7 +99,9 @@ def distinct_calls(node: Aggregate) -> list[tuple[int, AggCall]]:
 
 def build_sql(node: Aggregate, child: exp.Query) -> exp.Select:
     lay = layout(node)
-    items: list[exp.Expr] = [alias(k.copy(), name) for k, name in zip(node.keys, lay.keys, strict=True)]
+    items: list[exp.Expr] = [
+        alias(k.copy(), name) for k, name in zip(node.keys, lay.keys, strict=True)
+    ]
     items.append(alias(exp.Count(this=exp.Star()), CNT))
     for call, names in lay.aggs:
         arg = call.arg.copy() if call.arg is not None else None
@@ -125,11 +127,15 @@ def build_distinct_sql(node: Aggregate, call: AggCall, child: exp.Query) -> exp.
     assert arg is not None
     items = [alias(k.copy(), name) for k, name in zip(node.keys, lay.keys, strict=True)]
     items += [alias(arg.copy(), "v"), alias(exp.Count(this=exp.Star()), CNT)]
-    q = select(items, sub(child)).where(exp.Not(this=exp.Is(this=arg.copy(), expression=exp.null())))
+    q = select(items, sub(child)).where(
+        exp.Not(this=exp.Is(this=arg.copy(), expression=exp.null()))
+    )
     return q.group_by(*(k.copy() for k in node.keys), arg.copy())
 
 
-def distinct_change_sql(node: Aggregate, call: AggCall, delta: exp.Query, state: exp.Query) -> exp.Select:
+def distinct_change_sql(
+    node: Aggregate, call: AggCall, delta: exp.Query, state: exp.Query
+) -> exp.Select:
     """Per touched (group, value): old and new multiplicity."""
     lay = layout(node)
     arg = call.arg
@@ -145,19 +151,32 @@ def distinct_change_sql(node: Aggregate, call: AggCall, delta: exp.Query, state:
     on = null_safe_eq_all([col(n, "_d") for n in names], [col(n, "_o") for n in names])
     old = exp.func("coalesce", col(CNT, "_o"), lit(0))
     new = exp.Add(this=old.copy(), expression=col("d_" + CNT, "_d"))
-    checked = exp.If(this=exp.LT(this=new, expression=lit(0)), true=raise_error(INCONSISTENT), false=new.copy())
-    items = [alias(col(n, "_d"), n) for n in names] + [alias(old, "o_" + CNT), alias(checked, "n_" + CNT)]
-    return select(items, sub(dq, "_d")).join(sub(select(["*"], sub(state)), "_o"), on=on, join_type="left")
+    checked = exp.If(
+        this=exp.LT(this=new, expression=lit(0)), true=raise_error(INCONSISTENT), false=new.copy()
+    )
+    items = [alias(col(n, "_d"), n) for n in names] + [
+        alias(old, "o_" + CNT),
+        alias(checked, "n_" + CNT),
+    ]
+    return select(items, sub(dq, "_d")).join(
+        sub(select(["*"], sub(state)), "_o"), on=on, join_type="left"
+    )
 
 
 def distinct_count_delta_sql(node: Aggregate, call_index: int, change_view: str) -> exp.Select:
     """Per group: how many values appeared (0 -> n) minus how many vanished (n -> 0)."""
     lay = layout(node)
     gained = exp.If(
-        this=exp.and_(exp.EQ(this=col("o_" + CNT), expression=lit(0)), exp.GT(this=col("n_" + CNT), expression=lit(0))),
+        this=exp.and_(
+            exp.EQ(this=col("o_" + CNT), expression=lit(0)),
+            exp.GT(this=col("n_" + CNT), expression=lit(0)),
+        ),
         true=lit(1),
         false=exp.If(
-            this=exp.and_(exp.GT(this=col("o_" + CNT), expression=lit(0)), exp.EQ(this=col("n_" + CNT), expression=lit(0))),
+            this=exp.and_(
+                exp.GT(this=col("o_" + CNT), expression=lit(0)),
+                exp.EQ(this=col("n_" + CNT), expression=lit(0)),
+            ),
             true=lit(-1),
             false=lit(0),
         ),
@@ -194,7 +213,9 @@ def distinct_merge_statement(node: Aggregate, table: str, change_view: str) -> s
 # -- reading state ----------------------------------------------------------------------------
 
 
-def finalize(call: AggCall, names: Mapping[str, str], avg_type: str | None, prefix: str = "") -> exp.Expr:
+def finalize(
+    call: AggCall, names: Mapping[str, str], avg_type: str | None, prefix: str = ""
+) -> exp.Expr:
     """The aggregate's value from its state columns (``prefix`` picks o_/n_ copies)."""
     c = {role: col(prefix + name) for role, name in names.items()}
     if call.func == "count_star":
@@ -210,20 +231,27 @@ def finalize(call: AggCall, names: Mapping[str, str], avg_type: str | None, pref
         value = c["m"]
     elif avg_type and avg_type.startswith("decimal"):
         # Spark's own AVG(decimal): sum / CAST(count AS DECIMAL(20,0)), cast to the result type
-        quotient = exp.Div(this=c["s"], expression=exp.cast(c["n"], "decimal(20,0)", dialect="spark"))
+        quotient = exp.Div(
+            this=c["s"], expression=exp.cast(c["n"], "decimal(20,0)", dialect="spark")
+        )
         value = exp.cast(quotient, avg_type, dialect="spark")
     else:
         value = exp.Div(
-            this=exp.cast(c["s"], "double", dialect="spark"), expression=exp.cast(c["n"], "double", dialect="spark")
+            this=exp.cast(c["s"], "double", dialect="spark"),
+            expression=exp.cast(c["n"], "double", dialect="spark"),
         )
     return exp.If(this=has_value, true=value, false=exp.null())
 
 
-def finalized(node: Aggregate, state: exp.Query, avg_types: Mapping[str, str], prefix: str = "") -> exp.Select:
+def finalized(
+    node: Aggregate, state: exp.Query, avg_types: Mapping[str, str], prefix: str = ""
+) -> exp.Select:
     """The aggregate's output rows from state rows (value columns named ``prefix`` +
     state name; keys are never prefixed)."""
     lay = layout(node)
-    items: list[exp.Expr] = [alias(col(k), out) for k, out in zip(lay.keys, node.key_columns, strict=True)]
+    items: list[exp.Expr] = [
+        alias(col(k), out) for k, out in zip(lay.keys, node.key_columns, strict=True)
+    ]
     for call, names in lay.aggs:
         items.append(alias(finalize(call, names, avg_types.get(call.column), prefix), call.column))
     q = select(items, sub(state))
@@ -238,18 +266,23 @@ def finalized(node: Aggregate, state: exp.Query, avg_types: Mapping[str, str], p
 def signed_rows(delta: exp.Query) -> exp.Select:
     """Expand weighted rows to +-1 rows (``__s``) so sums never multiply."""
     expanded = select(
-        ["*", alias(exp.Explode(this=exp.func("sequence", lit(1), exp.Abs(this=col(W)))), "__i")], sub(delta)
+        ["*", alias(exp.Explode(this=exp.func("sequence", lit(1), exp.Abs(this=col(W)))), "__i")],
+        sub(delta),
     )
     sign = exp.If(this=exp.GT(this=col(W), expression=lit(0)), true=lit(1), false=lit(-1))
     return select(["*", alias(sign, SIGN)], sub(expanded))
 
 
-def delta_sql(node: Aggregate, delta: exp.Query, floating: frozenset[str] = frozenset()) -> exp.Select:
+def delta_sql(
+    node: Aggregate, delta: exp.Query, floating: frozenset[str] = frozenset()
+) -> exp.Select:
     """Per affected group: the change of every state column; for a floating sum also
     how many non-null values left (``x_``) and the magnitude added (``a_``)."""
     lay = layout(node)
     s = col(SIGN)
-    items: list[exp.Expr] = [alias(k.copy(), name) for k, name in zip(node.keys, lay.keys, strict=True)]
+    items: list[exp.Expr] = [
+        alias(k.copy(), name) for k, name in zip(node.keys, lay.keys, strict=True)
+    ]
     items.append(alias(exp.Sum(this=s.copy()), "d_" + CNT))
     for call, names in lay.aggs:
         if call.arg is None:
@@ -257,15 +290,27 @@ def delta_sql(node: Aggregate, delta: exp.Query, floating: frozenset[str] = froz
         arg = call.arg
         not_null = exp.Not(this=exp.Is(this=arg.copy(), expression=exp.null()))
         if "n" in names:
-            items.append(alias(exp.Sum(this=exp.If(this=not_null, true=s.copy(), false=lit(0))), "d_" + names["n"]))
+            items.append(
+                alias(
+                    exp.Sum(this=exp.If(this=not_null, true=s.copy(), false=lit(0))),
+                    "d_" + names["n"],
+                )
+            )
         if "s" in names:
             signed = exp.If(
-                this=exp.GT(this=s.copy(), expression=lit(0)), true=arg.copy(), false=exp.Neg(this=exp.paren(arg.copy()))
+                this=exp.GT(this=s.copy(), expression=lit(0)),
+                true=arg.copy(),
+                false=exp.Neg(this=exp.paren(arg.copy())),
             )
             items.append(alias(exp.Sum(this=signed), "d_" + names["s"]))
             if names["s"] in floating:
                 gone = exp.and_(exp.LT(this=s.copy(), expression=lit(0)), not_null.copy())
-                items.append(alias(exp.Sum(this=exp.If(this=gone, true=lit(1), false=lit(0))), "x_" + names["s"]))
+                items.append(
+                    alias(
+                        exp.Sum(this=exp.If(this=gone, true=lit(1), false=lit(0))),
+                        "x_" + names["s"],
+                    )
+                )
                 added = exp.If(
                     this=exp.GT(this=s.copy(), expression=lit(0)),
                     true=exp.Abs(this=arg.copy()),
@@ -274,8 +319,12 @@ def delta_sql(node: Aggregate, delta: exp.Query, floating: frozenset[str] = froz
                 items.append(alias(exp.Sum(this=added), "a_" + names["s"]))
         if "m" in names:
             fn = exp.Min if call.func == "min" else exp.Max
-            ins = exp.If(this=exp.GT(this=s.copy(), expression=lit(0)), true=arg.copy(), false=exp.null())
-            dele = exp.If(this=exp.LT(this=s.copy(), expression=lit(0)), true=arg.copy(), false=exp.null())
+            ins = exp.If(
+                this=exp.GT(this=s.copy(), expression=lit(0)), true=arg.copy(), false=exp.null()
+            )
+            dele = exp.If(
+                this=exp.LT(this=s.copy(), expression=lit(0)), true=arg.copy(), false=exp.null()
+            )
             items.append(alias(fn(this=ins), "i_" + names["m"]))
             items.append(alias(fn(this=dele), "x_" + names["m"]))
     q = select(items, sub(signed_rows(delta)))
@@ -307,10 +356,16 @@ def change_sql(
         items.append(alias(col(name, o_alias), "o_" + name))
 
     def add(o: exp.Expr, d: exp.Expr) -> exp.Expr:
-        return exp.Add(this=exp.func("coalesce", o, lit(0)), expression=exp.func("coalesce", d, lit(0)))
+        return exp.Add(
+            this=exp.func("coalesce", o, lit(0)), expression=exp.func("coalesce", d, lit(0))
+        )
 
     new_cnt = add(col(CNT, o_alias), col("d_" + CNT, d_alias))
-    checked = exp.If(this=exp.LT(this=new_cnt, expression=lit(0)), true=raise_error(INCONSISTENT), false=new_cnt.copy())
+    checked = exp.If(
+        this=exp.LT(this=new_cnt, expression=lit(0)),
+        true=raise_error(INCONSISTENT),
+        false=new_cnt.copy(),
+    )
     items.append(alias(checked, "n_" + CNT))
     joins: list[tuple[exp.Expr, exp.Expr]] = []
     for j, (call, names) in enumerate(lay.aggs):
@@ -319,7 +374,9 @@ def change_sql(
             dd_alias = f"_dd{j}"
             total = add(col(names["d"], o_alias), col(f"dd{j}", dd_alias))
             items.append(alias(total, "n_" + names["d"]))
-            dd_on = null_safe_eq_all([col(k, d_alias) for k in lay.keys], [col(k, dd_alias) for k in lay.keys])
+            dd_on = null_safe_eq_all(
+                [col(k, d_alias) for k in lay.keys], [col(k, dd_alias) for k in lay.keys]
+            )
             joins.append((exp.to_table(view).as_(dd_alias), dd_on))
             continue
         if "n" not in names:
@@ -332,10 +389,15 @@ def change_sql(
             s_name = names["s"]
             total = add(col(s_name, o_alias), col("d_" + s_name, d_alias))
             value = exp.cast(total, state_types[s_name], dialect="spark")
-            items.append(alias(exp.If(this=empty.copy(), true=exp.null(), false=value), "n_" + s_name))
+            items.append(
+                alias(exp.If(this=empty.copy(), true=exp.null(), false=value), "n_" + s_name)
+            )
             flag: exp.Expr = exp.false()
             if s_name in floating:
-                lost = exp.GT(this=exp.func("coalesce", col("x_" + s_name, d_alias), lit(0)), expression=lit(0))
+                lost = exp.GT(
+                    this=exp.func("coalesce", col("x_" + s_name, d_alias), lit(0)),
+                    expression=lit(0),
+                )
                 magnitude = exp.Add(
                     this=exp.Abs(this=exp.func("coalesce", col(s_name, o_alias), lit(0))),
                     expression=exp.func("coalesce", col("a_" + s_name, d_alias), lit(0)),
@@ -349,7 +411,11 @@ def change_sql(
         if "m" in names:
             m_name = names["m"]
             pick = exp.Least if call.func == "min" else exp.Greatest
-            old_m, ins, dele = col(m_name, o_alias), col("i_" + m_name, d_alias), col("x_" + m_name, d_alias)
+            old_m, ins, dele = (
+                col(m_name, o_alias),
+                col("i_" + m_name, d_alias),
+                col("x_" + m_name, d_alias),
+            )
             reaches = exp.LTE if call.func == "min" else exp.GTE
             recompute = exp.and_(
                 exp.Not(this=exp.Is(this=dele.copy(), expression=exp.null())),
@@ -357,7 +423,9 @@ def change_sql(
                 reaches(this=dele.copy(), expression=old_m.copy()),
             )
             merged = pick(this=old_m.copy(), expressions=[ins.copy()])
-            items.append(alias(exp.If(this=empty.copy(), true=exp.null(), false=merged), "n_" + m_name))
+            items.append(
+                alias(exp.If(this=empty.copy(), true=exp.null(), false=merged), "n_" + m_name)
+            )
             items.append(alias(exp.and_(recompute, exp.Not(this=empty.copy())), "r_" + m_name))
     q = select(items, dq).join(oq, on=on, join_type="left")
     for table, dd_on in joins:
@@ -387,18 +455,23 @@ def recompute_sql(node: Aggregate, child_new: exp.Query, change_view: str) -> ex
     """MIN/MAX and SUMs from the current input, for the flagged groups only."""
     lay = layout(node)
     flags = recompute_flags(node)
-    flagged = (
-        select([col(k) for k in lay.keys] or [alias(lit(1), "_one")], change_view)
-        .where(exp.or_(*(col(f) for f in flags)))
+    flagged = select([col(k) for k in lay.keys] or [alias(lit(1), "_one")], change_view).where(
+        exp.or_(*(col(f) for f in flags))
     )
     key_names = [f"_rk{i}" for i in range(len(lay.keys))]
     restricted = select(["*"], sub(child_new))
     if node.keys:
-        flagged = select([alias(col(k), nm) for k, nm in zip(lay.keys, key_names, strict=True)], sub(flagged))
-        restricted = restricted.join(
-            sub(flagged), on=null_safe_eq_all(list(node.keys), [col(nm) for nm in key_names]), join_type="left semi"
+        flagged = select(
+            [alias(col(k), nm) for k, nm in zip(lay.keys, key_names, strict=True)], sub(flagged)
         )
-    items: list[exp.Expr] = [alias(k.copy(), name) for k, name in zip(node.keys, lay.keys, strict=True)]
+        restricted = restricted.join(
+            sub(flagged),
+            on=null_safe_eq_all(list(node.keys), [col(nm) for nm in key_names]),
+            join_type="left semi",
+        )
+    items: list[exp.Expr] = [
+        alias(k.copy(), name) for k, name in zip(node.keys, lay.keys, strict=True)
+    ]
     for call, names in lay.aggs:
         if "m" in names:
             fn = exp.Min if call.func == "min" else exp.Max
@@ -416,18 +489,31 @@ def patch_sql(node: Aggregate, change_view: str, recompute_view: str) -> exp.Sel
     lay = layout(node)
     c, r = "_c", "_r"
     items: list[exp.Expr] = []
-    patched = {"n_" + names[role]: names[role] for _, names in lay.aggs for role in ("m", "s") if role in names}
-    change_cols = lay.keys + tuple("o_" + n for n in lay.value_columns) + tuple("n_" + n for n in lay.value_columns)
+    patched = {
+        "n_" + names[role]: names[role]
+        for _, names in lay.aggs
+        for role in ("m", "s")
+        if role in names
+    }
+    change_cols = (
+        lay.keys
+        + tuple("o_" + n for n in lay.value_columns)
+        + tuple("n_" + n for n in lay.value_columns)
+    )
     for name in change_cols:
         if name in patched:
             m = patched[name]
             items.append(
-                alias(exp.If(this=col("r_" + m, c), true=col("m_" + m, r), false=col(name, c)), name)
+                alias(
+                    exp.If(this=col("r_" + m, c), true=col("m_" + m, r), false=col(name, c)), name
+                )
             )
         else:
             items.append(alias(col(name, c), name))
     on = null_safe_eq_all([col(k, c) for k in lay.keys], [col(k, r) for k in lay.keys])
-    return select(items, exp.to_table(change_view).as_(c)).join(exp.to_table(recompute_view).as_(r), on=on, join_type="left")
+    return select(items, exp.to_table(change_view).as_(c)).join(
+        exp.to_table(recompute_view).as_(r), on=on, join_type="left"
+    )
 
 
 def merge_statement(node: Aggregate, state_table: str, change_view: str) -> str:
@@ -435,7 +521,8 @@ def merge_statement(node: Aggregate, state_table: str, change_view: str) -> str:
     aggregate keeps its single row)."""
     lay = layout(node)
     src = select(
-        [alias(col(k), k) for k in lay.keys] + [alias(col("n_" + v), v) for v in lay.value_columns], change_view
+        [alias(col(k), k) for k in lay.keys] + [alias(col("n_" + v), v) for v in lay.value_columns],
+        change_view,
     )
     on = null_safe_eq_all([col(k, "t") for k in lay.keys], [col(k, "s") for k in lay.keys])
     sets = ", ".join(f"t.{v} = s.{v}" for v in lay.value_columns)
@@ -454,7 +541,9 @@ def rewrite_statement(node: Aggregate, state_table: str, change_view: str) -> st
     untouched groups as they were, touched groups with their new state."""
     lay = layout(node)
     cols = ", ".join(lay.all_columns)
-    on = null_safe_eq_all([col(k, "s") for k in lay.keys], [col(k, "c") for k in lay.keys]).sql("spark")
+    on = null_safe_eq_all([col(k, "s") for k in lay.keys], [col(k, "c") for k in lay.keys]).sql(
+        "spark"
+    )
     untouched = f"SELECT {cols} FROM {state_table} s LEFT ANTI JOIN {change_view} c ON {on}"
     if not node.keys:
         untouched = f"SELECT {cols} FROM {state_table} s WHERE FALSE"

@@ -55,7 +55,9 @@ class Sources(Protocol):
 
 
 class Renderer:
-    def __init__(self, sources: Sources, materialized: Mapping[int, Materialized] | None = None) -> None:
+    def __init__(
+        self, sources: Sources, materialized: Mapping[int, Materialized] | None = None
+    ) -> None:
         self.sources = sources
         self.materialized = dict(materialized or {})
 
@@ -84,10 +86,20 @@ def _rel_filter(r: Renderer, n: Filter, version: str) -> exp.Query:
 
 
 def _rel_project(r: Renderer, n: Project, version: str) -> exp.Query:
-    return select([alias(e.copy(), c) for e, c in zip(n.exprs, n.out, strict=True)], sub(r.rel(n.child, version)))
+    return select(
+        [alias(e.copy(), c) for e, c in zip(n.exprs, n.out, strict=True)],
+        sub(r.rel(n.child, version)),
+    )
 
 
-_JOIN_SQL = {"inner": "", "left": "left", "right": "right", "full": "full", "semi": "left semi", "anti": "left anti"}
+_JOIN_SQL = {
+    "inner": "",
+    "left": "left",
+    "right": "right",
+    "full": "full",
+    "semi": "left semi",
+    "anti": "left anti",
+}
 
 
 def _join_condition(n: Join) -> exp.Expr:
@@ -99,12 +111,17 @@ def _join_condition(n: Join) -> exp.Expr:
 
 def _rel_join(r: Renderer, n: Join, version: str) -> exp.Query:
     q = select([col(c) for c in n.columns], sub(r.rel(n.left, version)))
-    return q.join(sub(r.rel(n.right, version)), on=_join_condition(n), join_type=_JOIN_SQL[n.kind] or None)
+    return q.join(
+        sub(r.rel(n.right, version)), on=_join_condition(n), join_type=_JOIN_SQL[n.kind] or None
+    )
 
 
 def _rel_union(r: Renderer, n: UnionAll, version: str) -> exp.Query:
     parts = [
-        select([alias(col(c), o) for c, o in zip(child.columns, n.out, strict=True)], sub(r.rel(child, version)))
+        select(
+            [alias(col(c), o) for c, o in zip(child.columns, n.out, strict=True)],
+            sub(r.rel(child, version)),
+        )
         for child in n.inputs
     ]
     return union_all(parts)
@@ -186,7 +203,9 @@ def _flipped_keys(
     names = [fresh_alias("k") for _ in rkeys]
     keys = (
         select([alias(k.copy(), nm) for k, nm in zip(rkeys, names, strict=True)], sub(d_right))
-        .where(exp.and_(*(exp.Not(this=exp.Is(this=k.copy(), expression=exp.null())) for k in rkeys)))
+        .where(
+            exp.and_(*(exp.Not(this=exp.Is(this=k.copy(), expression=exp.null())) for k in rkeys))
+        )
         .distinct()
     )
     on = eq_all([col(nm) for nm in names], rkeys)
@@ -204,7 +223,12 @@ def _flipped_keys(
 
 
 def _match_terms(
-    r: Renderer, left: Node, right: Node, lkeys: Sequence[exp.Expr], rkeys: Sequence[exp.Expr], anti: bool
+    r: Renderer,
+    left: Node,
+    right: Node,
+    lkeys: Sequence[exp.Expr],
+    rkeys: Sequence[exp.Expr],
+    anti: bool,
 ) -> list[exp.Query]:
     """Delta of the rows of ``left`` that have (semi) or lack (anti) a match in ``right``.
 
@@ -261,7 +285,14 @@ def _delta_join(r: Renderer, n: Join) -> exp.Query | None:
         return union_all(parts) if parts else None
     parts = _inner_terms(r, n)
     if n.kind in ("left", "full"):
-        pad = _padded(r, n, _match_terms(r, n.left, n.right, n.left_keys, n.right_keys, anti=True), n.left, n.right, True)
+        pad = _padded(
+            r,
+            n,
+            _match_terms(r, n.left, n.right, n.left_keys, n.right_keys, anti=True),
+            n.left,
+            n.right,
+            True,
+        )
         if pad is not None:
             parts.append(pad)
     if n.kind in ("right", "full"):
@@ -284,14 +315,18 @@ def _delta_window(r: Renderer, n: Window) -> exp.Query | None:
         return None
     if n.partition_by:
         names = [fresh_alias("p") for _ in n.partition_by]
-        keys = select([alias(p.copy(), nm) for p, nm in zip(n.partition_by, names, strict=True)], sub(d)).distinct()
+        keys = select(
+            [alias(p.copy(), nm) for p, nm in zip(n.partition_by, names, strict=True)], sub(d)
+        ).distinct()
         on = null_safe_eq_all(list(n.partition_by), [col(nm) for nm in names])
     else:
         keys = select([alias(exp.true(), "_any")], sub(d)).limit(1)
         on = exp.true()
 
     def restricted(version: str) -> exp.Select:
-        inner = select(["*"], sub(r.rel(n.child, version))).join(sub(keys.copy()), on=on.copy(), join_type="left semi")
+        inner = select(["*"], sub(r.rel(n.child, version))).join(
+            sub(keys.copy()), on=on.copy(), join_type="left semi"
+        )
         return _window_over(n, inner)
 
     cols = [col(c) for c in n.columns]

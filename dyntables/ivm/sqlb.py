@@ -56,13 +56,20 @@ def union_all(parts: Sequence[exp.Query]) -> exp.Query:
 
 
 def eq_all(left: Sequence[exp.Expr], right: Sequence[exp.Expr]) -> exp.Expr:
-    return exp.and_(*(exp.EQ(this=a.copy(), expression=b.copy()) for a, b in zip(left, right, strict=True)))
+    return exp.and_(
+        *(exp.EQ(this=a.copy(), expression=b.copy()) for a, b in zip(left, right, strict=True))
+    )
 
 
 def null_safe_eq_all(left: Sequence[exp.Expr], right: Sequence[exp.Expr]) -> exp.Expr:
     if not left:
         return exp.true()
-    return exp.and_(*(exp.NullSafeEQ(this=a.copy(), expression=b.copy()) for a, b in zip(left, right, strict=True)))
+    return exp.and_(
+        *(
+            exp.NullSafeEQ(this=a.copy(), expression=b.copy())
+            for a, b in zip(left, right, strict=True)
+        )
+    )
 
 
 def typed_null(type_sql: str) -> exp.Expr:

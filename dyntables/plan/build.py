@@ -64,7 +64,9 @@ _SUPPORTED_AGGS: dict[type[exp.Expr], str] = {
 Scope = dict[tuple[str, str], str]  # (alias, column) -> internal name
 
 
-def build_plan(query_text: str, schema: Schema, qualify_name: Callable[[TableName], TableName]) -> Plan:
+def build_plan(
+    query_text: str, schema: Schema, qualify_name: Callable[[TableName], TableName]
+) -> Plan:
     tree = scoped_names(parse_query(query_text), qualify_name)
     sg_schema: dict[str, object] = {}
     for name, cols in schema.items():
@@ -140,12 +142,20 @@ def _prune_scans(root: Node, schema: Schema) -> Node:
             for s, _ in keep:
                 if not _groupable(types.get(s, "")):
                     raise NotIncremental(
-                        "MAP_COLUMN", "Scan", f"{n.table}.{s} is a {types[s]}: Spark cannot group or compare it"
+                        "MAP_COLUMN",
+                        "Scan",
+                        f"{n.table}.{s} is a {types[s]}: Spark cannot group or compare it",
                     )
             if not keep:  # e.g. COUNT(*): one column still counts the rows
-                keep = [(s, o) for s, o in zip(n.source_columns, n.out, strict=True) if _groupable(types.get(s, ""))][:1]
+                keep = [
+                    (s, o)
+                    for s, o in zip(n.source_columns, n.out, strict=True)
+                    if _groupable(types.get(s, ""))
+                ][:1]
                 if not keep:
-                    raise NotIncremental("MAP_COLUMN", "Scan", f"{n.table} has no column Spark can group by")
+                    raise NotIncremental(
+                        "MAP_COLUMN", "Scan", f"{n.table} has no column Spark can group by"
+                    )
             return Scan(n.table, tuple(s for s, _ in keep), tuple(o for _, o in keep))
         if isinstance(n, (Filter, Project, Aggregate, Window)):
             return replace(n, child=prune(n.child))
@@ -177,7 +187,9 @@ class _Builder:
         if isinstance(q, exp.Union):
             return self._union(q, ctes)
         if isinstance(q, (exp.Intersect, exp.Except)):
-            raise NotIncremental("SET_OPERATION", type(q).__name__.upper(), "INTERSECT/EXCEPT have no delta rule yet")
+            raise NotIncremental(
+                "SET_OPERATION", type(q).__name__.upper(), "INTERSECT/EXCEPT have no delta rule yet"
+            )
         if isinstance(q, exp.Subquery):
             return self.query(q.this, ctes)
         if not isinstance(q, exp.Select):
@@ -186,11 +198,15 @@ class _Builder:
 
     def _union(self, q: exp.Union, ctes: dict[str, exp.Expr]) -> tuple[Node, list[str]]:
         if q.args.get("limit") or q.args.get("offset"):
-            raise NotIncremental("LIMIT", "LIMIT", "ORDER BY ... LIMIT keeps a moving top-N; recomputed FULL")
+            raise NotIncremental(
+                "LIMIT", "LIMIT", "ORDER BY ... LIMIT keeps a moving top-N; recomputed FULL"
+            )
         left, names = self.query(q.left, ctes)
         right, rnames = self.query(q.right, ctes)
         if len(names) != len(rnames):
-            raise NotIncremental("UNRESOLVED_QUERY", "UNION", "the two sides have different column counts")
+            raise NotIncremental(
+                "UNRESOLVED_QUERY", "UNION", "the two sides have different column counts"
+            )
         out = tuple(self.fresh() for _ in names)
         node: Node = UnionAll((left, right), out)
         if q.args.get("distinct"):
@@ -203,10 +219,14 @@ class _Builder:
 
     def _select(self, select: exp.Select, ctes: dict[str, exp.Expr]) -> tuple[Node, list[str]]:
         if select.args.get("limit") or select.args.get("offset"):
-            raise NotIncremental("LIMIT", "LIMIT", "ORDER BY ... LIMIT keeps a moving top-N; recomputed FULL")
+            raise NotIncremental(
+                "LIMIT", "LIMIT", "ORDER BY ... LIMIT keeps a moving top-N; recomputed FULL"
+            )
         for unsupported in ("laterals", "pivots", "qualify", "connect", "prewhere"):
             if select.args.get(unsupported):
-                raise NotIncremental("UNSUPPORTED_CLAUSE", unsupported.upper(), "clause has no delta rule yet")
+                raise NotIncremental(
+                    "UNSUPPORTED_CLAUSE", unsupported.upper(), "clause has no delta rule yet"
+                )
         from_ = select.args.get("from_") or select.args.get("from")
         if from_ is None:
             raise NotIncremental("NO_SOURCE", "SELECT", "a query without FROM reads no table")
@@ -228,7 +248,9 @@ class _Builder:
                 node = Filter(node, having_pred)
         else:
             post_scope = scope
-            exprs = [self.expr(e.unalias() if isinstance(e, exp.Alias) else e, scope) for e in exprs]
+            exprs = [
+                self.expr(e.unalias() if isinstance(e, exp.Alias) else e, scope) for e in exprs
+            ]
         del post_scope
         node, exprs = self._windows(node, exprs)
         out = tuple(self.fresh() for _ in exprs)
@@ -245,15 +267,25 @@ class _Builder:
         if isinstance(source, exp.Table):
             if not source.args.get("db") and source.name.lower() in ctes:
                 node, names = self.query(ctes[source.name.lower()], ctes)
-                return node, {(alias, n.lower()): c for n, c in zip(names, node.columns, strict=True)}
+                return node, {
+                    (alias, n.lower()): c for n, c in zip(names, node.columns, strict=True)
+                }
             if source.args.get("version") is not None:
-                raise NotIncremental("TIME_TRAVEL_SOURCE", "Scan", "a source read AS OF a fixed version never changes")
+                raise NotIncremental(
+                    "TIME_TRAVEL_SOURCE",
+                    "Scan",
+                    "a source read AS OF a fixed version never changes",
+                )
             name = self.qualify_name(table_name(source))
             if name not in self.schema:
-                raise NotIncremental("UNKNOWN_SOURCE", "Scan", f"{name} is not a known source table")
+                raise NotIncremental(
+                    "UNKNOWN_SOURCE", "Scan", f"{name} is not a known source table"
+                )
             source_cols = tuple(c for c, _ in self.schema[name])
             out = tuple(self.fresh() for _ in source_cols)
-            return Scan(name, source_cols, out), {(alias, c.lower()): o for c, o in zip(source_cols, out, strict=True)}
+            return Scan(name, source_cols, out), {
+                (alias, c.lower()): o for c, o in zip(source_cols, out, strict=True)
+            }
         if isinstance(source, exp.Subquery):
             node, names = self.query(source.this, ctes)
             return node, {(alias, n.lower()): c for n, c in zip(names, node.columns, strict=True)}
@@ -266,7 +298,9 @@ class _Builder:
         side = (join.side or "").upper()
         kind = (join.kind or "").upper()
         if join.args.get("using"):
-            raise NotIncremental("UNRESOLVED_QUERY", "JOIN", "USING should have been rewritten to ON")
+            raise NotIncremental(
+                "UNRESOLVED_QUERY", "JOIN", "USING should have been rewritten to ON"
+            )
         if kind in ("SEMI", "ANTI"):
             jkind = kind.lower()
         elif side in ("LEFT", "RIGHT", "FULL"):
@@ -274,14 +308,18 @@ class _Builder:
         elif kind in ("", "INNER", "CROSS"):
             jkind = "inner"
         else:
-            raise NotIncremental("UNSUPPORTED_JOIN", f"{side} {kind} JOIN".strip(), "join type has no delta rule")
+            raise NotIncremental(
+                "UNSUPPORTED_JOIN", f"{side} {kind} JOIN".strip(), "join type has no delta rule"
+            )
         on = join.args.get("on")
         lkeys, rkeys, residual = self._split_condition(on, lscope, rscope)
         scope = {**lscope, **rscope} if jkind not in ("semi", "anti") else dict(lscope)
         if jkind != "inner":
             if not lkeys:
                 raise NotIncremental(
-                    "OUTER_JOIN_NON_EQUI", f"{jkind.upper()} JOIN", "outer/semi/anti joins need an equality condition"
+                    "OUTER_JOIN_NON_EQUI",
+                    f"{jkind.upper()} JOIN",
+                    "outer/semi/anti joins need an equality condition",
                 )
             if residual is not None:
                 residual, right = self._push_residual(jkind, residual, left, right)
@@ -295,7 +333,9 @@ class _Builder:
         if kind in ("left", "semi", "anti") and used <= set(right.columns):
             return None, Filter(right, residual)
         raise NotIncremental(
-            "OUTER_JOIN_NON_EQUI", f"{kind.upper()} JOIN", "an ON condition beyond equalities on both sides"
+            "OUTER_JOIN_NON_EQUI",
+            f"{kind.upper()} JOIN",
+            "an ON condition beyond equalities on both sides",
         )
 
     def _split_condition(
@@ -331,12 +371,16 @@ class _Builder:
             elif isinstance(inner, exp.In) and inner.args.get("query") is not None:
                 if negated:
                     raise NotIncremental(
-                        "NOT_IN_SUBQUERY", "NOT IN", "NOT IN (subquery) is false for all rows once a NULL appears; "
-                        "use NOT EXISTS"
+                        "NOT_IN_SUBQUERY",
+                        "NOT IN",
+                        "NOT IN (subquery) is false for all rows once a NULL appears; "
+                        "use NOT EXISTS",
                     )
                 subqueries.append(("semi", inner))
             elif any(True for _ in conj.find_all(exp.Subquery, exp.Exists)):
-                raise NotIncremental("SUBQUERY_EXPRESSION", "WHERE", f"subquery in {conj.sql('spark')[:60]}")
+                raise NotIncremental(
+                    "SUBQUERY_EXPRESSION", "WHERE", f"subquery in {conj.sql('spark')[:60]}"
+                )
             else:
                 plain.append(self.expr(conj, scope))
         if plain:
@@ -352,17 +396,25 @@ class _Builder:
             query = sub.args["query"]
             query = query.this if isinstance(query, exp.Subquery) else query
             if _correlated(query, scope):
-                raise NotIncremental("CORRELATED_IN", "IN", "IN (subquery) that refers to the outer query")
+                raise NotIncremental(
+                    "CORRELATED_IN", "IN", "IN (subquery) that refers to the outer query"
+                )
             right, names = self.query(query, ctes)
             if len(names) != 1:
-                raise NotIncremental("UNRESOLVED_QUERY", "IN", "IN (subquery) must return one column")
-            return Join(kind, node, right, (self.expr(sub.this, scope),), (col(right.columns[0]),), None)
+                raise NotIncremental(
+                    "UNRESOLVED_QUERY", "IN", "IN (subquery) must return one column"
+                )
+            return Join(
+                kind, node, right, (self.expr(sub.this, scope),), (col(right.columns[0]),), None
+            )
         select = sub.this
         if not isinstance(select, exp.Select) or any(
             select.args.get(k) for k in ("group", "having", "limit", "distinct", "joins")
         ):
             raise NotIncremental(
-                "EXISTS_COMPLEX", "EXISTS", "EXISTS over one table with equality correlation is supported"
+                "EXISTS_COMPLEX",
+                "EXISTS",
+                "EXISTS over one table with equality correlation is supported",
             )
         from_ = select.args.get("from_") or select.args.get("from")
         if from_ is None:
@@ -386,9 +438,13 @@ class _Builder:
                     rkeys.append(self.expr(b, rscope))
                     lkeys.append(self.expr(a, scope))
                     continue
-            raise NotIncremental("CORRELATED_NON_EQUI", "EXISTS", f"correlation {conj.sql('spark')[:60]}")
+            raise NotIncremental(
+                "CORRELATED_NON_EQUI", "EXISTS", f"correlation {conj.sql('spark')[:60]}"
+            )
         if not lkeys:
-            raise NotIncremental("EXISTS_UNCORRELATED", "EXISTS", "EXISTS without an equality to the outer query")
+            raise NotIncremental(
+                "EXISTS_UNCORRELATED", "EXISTS", "EXISTS without an equality to the outer query"
+            )
         if local:
             right = Filter(right, exp.and_(*local))
         return Join(kind, node, right, tuple(lkeys), tuple(rkeys), None)
@@ -407,7 +463,11 @@ class _Builder:
         if group is not None:
             for unsupported in ("grouping_sets", "cube", "rollup", "totals"):
                 if group.args.get(unsupported):
-                    raise NotIncremental("GROUPING_SETS", "GROUP BY", "ROLLUP/CUBE/GROUPING SETS have no delta rule yet")
+                    raise NotIncremental(
+                        "GROUPING_SETS",
+                        "GROUP BY",
+                        "ROLLUP/CUBE/GROUPING SETS have no delta rule yet",
+                    )
             group_exprs = list(group.expressions)
         keys = tuple(self.expr(g, scope) for g in group_exprs)
         key_cols = tuple(self.fresh() for _ in keys)
@@ -441,7 +501,9 @@ class _Builder:
                 return col(by_sql[key])
             if isinstance(n, exp.Column):
                 raise NotIncremental(
-                    "UNRESOLVED_QUERY", "GROUP BY", f"column {n.sql('spark')} is neither grouped nor aggregated"
+                    "UNRESOLVED_QUERY",
+                    "GROUP BY",
+                    f"column {n.sql('spark')} is neither grouped nor aggregated",
                 )
             return None
 
@@ -456,13 +518,17 @@ class _Builder:
         func = _SUPPORTED_AGGS.get(type(n))
         if func is None:
             raise NotIncremental(
-                "AGGREGATE_FUNCTION", n.sql_name().upper(), f"{n.sql_name().upper()} has no delta rule yet"
+                "AGGREGATE_FUNCTION",
+                n.sql_name().upper(),
+                f"{n.sql_name().upper()} has no delta rule yet",
             )
         arg = n.this
         if isinstance(arg, exp.Distinct):
             if func != "count" or len(arg.expressions) != 1:
                 raise NotIncremental(
-                    "AGGREGATE_DISTINCT", n.sql_name().upper(), "only COUNT(DISTINCT x) of one column is supported"
+                    "AGGREGATE_DISTINCT",
+                    n.sql_name().upper(),
+                    "only COUNT(DISTINCT x) of one column is supported",
                 )
             return AggCall("count_distinct", self.expr(arg.expressions[0], scope), self.fresh())
         if func == "count" and (arg is None or isinstance(arg, exp.Star)):
@@ -505,18 +571,20 @@ class _Builder:
             if isinstance(n, exp.Column):
                 key = (n.table.lower(), n.name.lower())
                 if key not in scope:
-                    raise NotIncremental("UNRESOLVED_QUERY", "column", f"cannot resolve {n.sql('spark')}")
+                    raise NotIncremental(
+                        "UNRESOLVED_QUERY", "column", f"cannot resolve {n.sql('spark')}"
+                    )
                 return col(scope[key])
             if isinstance(n, (exp.Subquery, exp.Exists)):
-                raise NotIncremental("SUBQUERY_EXPRESSION", "expression", f"subquery in {e.sql('spark')[:60]}")
+                raise NotIncremental(
+                    "SUBQUERY_EXPRESSION", "expression", f"subquery in {e.sql('spark')[:60]}"
+                )
             return n
 
         return e.copy().transform(fn, copy=False)
 
 
-def rewrite_tree(
-    root: exp.Expr, fn: Callable[[exp.Expr], exp.Expr | None]
-) -> exp.Expr:
+def rewrite_tree(root: exp.Expr, fn: Callable[[exp.Expr], exp.Expr | None]) -> exp.Expr:
     """Copy of ``root`` where every node for which ``fn`` returns a replacement is
     replaced, without descending into replacements (unlike sqlglot's transform, which
     would also rewrite inside them)."""

@@ -68,7 +68,11 @@ def _protect_window_function(text: str) -> str:
         return text
     out, last = [], 0
     for tok, nxt in zip(tokens, tokens[1:], strict=False):
-        if tok.text.upper() == "WINDOW" and nxt.token_type == TokenType.L_PAREN and tok.token_type != TokenType.STRING:
+        if (
+            tok.text.upper() == "WINDOW"
+            and nxt.token_type == TokenType.L_PAREN
+            and tok.token_type != TokenType.STRING
+        ):
             out.append(text[last : tok.start])
             out.append(_WINDOW_FN)
             last = tok.end + 1
@@ -86,7 +90,11 @@ def parse_query(text: str) -> exp.Query:
     """Parse a DT's defining query; it must be a SELECT (or set operation of SELECTs)."""
     protected = _protect_window_function(text)
     try:
-        trees = [t.transform(_restore_window_function) for t in sqlglot.parse(protected, read="spark") if t is not None]
+        trees = [
+            t.transform(_restore_window_function)
+            for t in sqlglot.parse(protected, read="spark")
+            if t is not None
+        ]
     except ParseError as exc:
         first = str(exc).splitlines()[0]
         raise SqlSyntaxError(f"cannot parse the dynamic table's query: {first}") from exc
@@ -187,7 +195,11 @@ def scoped_names(query: exp.Query, qualify: Qualifier) -> exp.Query:
     for column in list(tree.find_all(exp.Column)):
         if not column.args.get("db"):
             continue
-        parts = tuple(p.name for p in (column.args.get("catalog"), column.args.get("db"), column.args.get("table")) if p)
+        parts = tuple(
+            p.name
+            for p in (column.args.get("catalog"), column.args.get("db"), column.args.get("table"))
+            if p
+        )
         target = by_path.get(qualify(TableName(parts)))
         if target is not None:
             column.set("catalog", None)
@@ -244,7 +256,10 @@ def pin_sources(
             empty = exp.select("*").from_(full).where(exp.false()).subquery(alias)
             table.replace(empty)
             continue
-        full.set("version", exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(snapshot)))
+        full.set(
+            "version",
+            exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(snapshot)),
+        )
         full.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
         table.replace(full)
     return pinned

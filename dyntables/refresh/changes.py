@@ -50,11 +50,18 @@ class Capture:
 
 
 def _delete_files(summary: dict[str, str] | Any) -> bool:
-    keys = ("added-delete-files", "added-position-delete-files", "added-equality-delete-files", "total-delete-files")
+    keys = (
+        "added-delete-files",
+        "added-position-delete-files",
+        "added-equality-delete-files",
+        "total-delete-files",
+    )
     return any(int(summary.get(k, "0") or 0) > 0 for k in keys)
 
 
-def _fields(table: IcebergTable, snapshot_id: int | None, columns: Sequence[str]) -> tuple[Any, ...]:
+def _fields(
+    table: IcebergTable, snapshot_id: int | None, columns: Sequence[str]
+) -> tuple[Any, ...]:
     """(field id, type) of ``columns`` in the schema of a snapshot (None: the current
     schema), resolved case-insensitively like Spark does; one py4j call per column."""
     jtable = table._t  # the loaded org.apache.iceberg.Table
@@ -115,7 +122,9 @@ def plan_capture(
         if len(seen) > 1:
             return Capture(None, SOURCE_SCHEMA_CHANGED)
     changed = sum(
-        int(s.summary.get("added-records", "0") or 0) + int(s.summary.get("deleted-records", "0") or 0) for s in chain
+        int(s.summary.get("added-records", "0") or 0)
+        + int(s.summary.get("deleted-records", "0") or 0)
+        for s in chain
     )
     if all(s.operation == "append" for s in chain):
         return Capture(APPEND, changed_rows=changed, total_rows=total)
@@ -126,7 +135,14 @@ def plan_capture(
     return Capture(CHANGELOG, changed_rows=changed, total_rows=total)
 
 
-def read_changes(spark: Any, name: str, columns: list[str], capture: Capture, old: SourceVersion, new: SourceVersion):  # noqa: ANN201 - DataFrame
+def read_changes(
+    spark: Any,
+    name: str,
+    columns: list[str],
+    capture: Capture,
+    old: SourceVersion,
+    new: SourceVersion,
+):  # noqa: ANN201 - DataFrame
     """The consolidated delta as a DataFrame with the source's columns plus ``__w``."""
     from pyspark.sql import functions as F
 

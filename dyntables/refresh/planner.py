@@ -85,7 +85,10 @@ class Planner:
                 continue
             schema[source] = [(f.name, f.dataType.simpleString()) for f in fields]
         try:
-            fields = [(f.name, f.dataType.simpleString()) for f in spark.table(dt.name.sql()).schema.fields]
+            fields = [
+                (f.name, f.dataType.simpleString())
+                for f in spark.table(dt.name.sql()).schema.fields
+            ]
         except Exception:
             fields = []
         columns = [c for c, _ in fields]
@@ -95,17 +98,23 @@ class Planner:
             for _, node in aggregate_nodes(plan):
                 code = agg.supported(node)
                 if code:
-                    raise NotIncremental(code, "Aggregate", "COUNT(DISTINCT x) has no delta rule yet")
+                    raise NotIncremental(
+                        code, "Aggregate", "COUNT(DISTINCT x) has no delta rule yet"
+                    )
             for name, type_sql in fields:
                 if "map<" in type_sql.lower():  # a delta is applied by grouping on every column
                     raise NotIncremental(
-                        "MAP_COLUMN", "output", f"column {name} is a {type_sql}: Spark cannot group or compare it"
+                        "MAP_COLUMN",
+                        "output",
+                        f"column {name} is a {type_sql}: Spark cannot group or compare it",
                     )
             scanned = scanned_columns(plan)
             for name in [c for cols in scanned.values() for c in cols] + columns:
                 if name.lower() == W:  # a change is these columns plus its weight column
                     raise NotIncremental(
-                        "RESERVED_COLUMN_NAME", "column", f"a column named {name} is the weight of a change"
+                        "RESERVED_COLUMN_NAME",
+                        "column",
+                        f"a column named {name} is the weight of a change",
                     )
         except NotIncremental as reason:
             return Compiled(None, reason, columns, source_columns)
@@ -150,7 +159,10 @@ class Planner:
         if set(previous.state_tables) != state_keys(compiled.plan):
             return FULL, STATE_MISSING, full
         for info in previous.state_tables.values():
-            if load_table(self.registry.spark, TableName(tuple(str(info["table"]).split(".")))) is None:
+            if (
+                load_table(self.registry.spark, TableName(tuple(str(info["table"]).split("."))))
+                is None
+            ):
                 return FULL, STATE_MISSING, full
         captures: dict[str, Capture] = {}
         for name, version in pinned.items():
@@ -165,7 +177,12 @@ class Planner:
             captures[name] = capture
         changed = sum(c.changed_rows for c in captures.values() if c.method != NONE)
         total = sum(c.total_rows for c in captures.values() if c.method != NONE)
-        if dt.refresh_mode == "AUTO" and total >= FULL_MIN_ROWS and changed >= FULL_THRESHOLD * total:
+        if (
+            dt.refresh_mode == "AUTO"
+            and total >= FULL_MIN_ROWS
+            and changed >= FULL_THRESHOLD * total
+        ):
+
             def full_estimated(ctx: RefreshContext) -> WriteResult:
                 ctx.stats["estimate.changed_rows"] = changed
                 ctx.stats["estimate.source_rows"] = total
@@ -176,7 +193,9 @@ class Planner:
         def incremental(ctx: RefreshContext) -> WriteResult:
             ctx.stats["estimate.changed_rows"] = changed
             try:
-                return incremental_refresh(ctx, compiled.plan, captures, compiled.columns, compiled.source_columns)  # type: ignore[arg-type]
+                return incremental_refresh(
+                    ctx, compiled.plan, captures, compiled.columns, compiled.source_columns
+                )  # type: ignore[arg-type]
             except Exception as exc:
                 if "dyntables: " not in str(exc):
                     raise

@@ -119,7 +119,7 @@ def markdown_report(stats: Stats, seed: int, argv: list[str] | None, seconds: fl
         args += ["--seed", str(seed)]
     modes = stats.modes
     lines = [
-        f"`make fuzz ARGS=\"{' '.join(args)}\"` ({time.strftime('%Y-%m-%d')}, {seconds / 60:.0f} min"
+        f'`make fuzz ARGS="{" ".join(args)}"` ({time.strftime("%Y-%m-%d")}, {seconds / 60:.0f} min'
         f" on {os.cpu_count()} cores): {stats.scenarios} scenarios, {stats.queries} queries "
         f"({sum(stats.compiler_codes.values())} outside the compiler's grammar), {stats.refreshes} "
         f"refreshes checked against the oracle: INCREMENTAL {modes['INCREMENTAL']}, FULL "

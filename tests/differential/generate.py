@@ -1376,7 +1376,9 @@ def gen_scenario(
     return Scenario(name, steps, tags, seed=seed, shape=shape)
 
 
-def gen_combined(ch: Chooser, shapes: Sequence[str], name: str, seed: int | None = None) -> Scenario:
+def gen_combined(
+    ch: Chooser, shapes: Sequence[str], name: str, seed: int | None = None
+) -> Scenario:
     """One dynamic table per shape over one set of tables, one batch of mutations, every
     table refreshed (and checked), then a NO_DATA refresh: the unit of
     the quick profile, where the setup and mutations of a scenario are shared by many
@@ -1445,7 +1447,9 @@ def quick_combined_seed(group: tuple[str, ...], base: int = 9000) -> int:
             if s.op == "create_dt"
         }
         every_dt_changes = all(r & {t for t, _ in changed if t} for r in reads.values() if r)
-        emptied = [s for s in sc.steps if s.op == "sql" and re.fullmatch(r"DELETE FROM t\d+", s.args[0])]
+        emptied = [
+            s for s in sc.steps if s.op == "sql" and re.fullmatch(r"DELETE FROM t\d+", s.args[0])
+        ]
         if (
             len(set(removals)) >= 2
             and len({kind for _, kind in changed if kind}) >= 2

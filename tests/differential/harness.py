@@ -498,7 +498,8 @@ class Harness:
             return rec
         self.check(
             info,
-            f"after {out.refresh_mode} refresh" + (" (the first check since CREATE)" if first_check else ""),
+            f"after {out.refresh_mode} refresh"
+            + (" (the first check since CREATE)" if first_check else ""),
         )
         counted = (
             rows_before is not None

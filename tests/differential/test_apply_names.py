@@ -24,7 +24,12 @@ def test_merge_with_columns_named_like_its_helpers(lh, unique) -> None:  # type:
         applied = apply_delta(lh.spark, table, columns, delta, "_apply_names", table_rows=None)
         assert (applied.rows_inserted, applied.rows_deleted) == (2, 1)
         assert rows(lh.sql(f"SELECT * FROM {name}")) == sorted(
-            [(1, 1, "a", 1, 1, 1, 1), (2, 2, "b", 2, 2, 2, 2), (3, 3, "c", 3, 3, 3, 3), (3, 3, "c", 3, 3, 3, 3)],
+            [
+                (1, 1, "a", 1, 1, 1, 1),
+                (2, 2, "b", 2, 2, 2, 2),
+                (3, 3, "c", 3, 3, 3, 3),
+                (3, 3, "c", 3, 3, 3, 3),
+            ],
             key=repr,
         )
     finally:

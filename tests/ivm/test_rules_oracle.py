@@ -87,7 +87,9 @@ QUERIES = {
 def test_rule_matches_the_oracle(lh: Lakehouse, unique, shape: str) -> None:
     o, p, dt = unique("o"), unique("p"), unique(f"dt_{shape}")
     lh.sql(SETUP.format(o=o, p=p))
-    lh.sql(f"CREATE DYNAMIC TABLE {dt} REFRESH_MODE = INCREMENTAL AS {QUERIES[shape].format(o=o, p=p)}")
+    lh.sql(
+        f"CREATE DYNAMIC TABLE {dt} REFRESH_MODE = INCREMENTAL AS {QUERIES[shape].format(o=o, p=p)}"
+    )
     assert_oracle(lh, dt)
     modes = []
     for step in STEPS:
