@@ -190,12 +190,14 @@ class Planner:
 
             return FULL, CHANGE_TOO_LARGE, full_estimated
 
+        incremental_plan = compiled.plan
+
         def incremental(ctx: RefreshContext) -> WriteResult:
             ctx.stats["estimate.changed_rows"] = changed
             try:
                 return incremental_refresh(
-                    ctx, compiled.plan, captures, compiled.columns, compiled.source_columns
-                )  # type: ignore[arg-type]
+                    ctx, incremental_plan, captures, compiled.columns, compiled.source_columns
+                )
             except Exception as exc:
                 if "dyntables: " not in str(exc):
                     raise
