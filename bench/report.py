@@ -74,32 +74,36 @@ def plot(results: list[Measurement], out: Path) -> list[Path]:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     written.append(path)
-    if len(sizes) > 1:
-        pct = 0.1 if 0.1 in changes else changes[0]
+    # fixed change = the same number of changed orders at every size (e.g. 10k rows is 1%
+    # of 1M and 0.1% of 10M), measured on insert batches
+    by_rows: dict[int, set[int]] = {}
+    for m in results:
+        if m.kind == "insert":
+            by_rows.setdefault(round(m.orders * m.change_pct / 100), set()).add(m.orders)
+    shared = [rows for rows, found in sorted(by_rows.items()) if len(found) > 1]
+    if shared:
+        rows = shared[-1]
+
+        def at(size: int, layer: str, method: str) -> float | None:
+            values = [
+                m.seconds
+                for m in results
+                if (m.orders, m.kind, m.layer, m.method) == (size, "insert", layer, method)
+                and round(m.orders * m.change_pct / 100) == rows
+            ]
+            return statistics.median(values) if values else None
+
         fig, axes = plt.subplots(1, len(LAYERS), figsize=(4 * len(LAYERS), 3.2), squeeze=False)
         for c, layer in enumerate(LAYERS):
             ax = axes[0][c]
             for method, label in METHODS.items():
-                points = [
-                    (
-                        s,
-                        _median(
-                            results,
-                            orders=s,
-                            kind="insert",
-                            layer=layer,
-                            method=method,
-                            change_pct=pct,
-                        ),
-                    )
-                    for s in sizes
-                ]
+                points = [(size, at(size, layer, method)) for size in sorted(by_rows[rows])]
                 points = [(x, y) for x, y in points if y is not None]
                 if points:
                     ax.plot([x for x, _ in points], [y for _, y in points], marker="o", label=label)
             ax.set_xscale("log")
-            ax.set_title(f"{layer}, {pct}% insert batches", fontsize=9)
-            ax.set_xlabel("orders")
+            ax.set_title(f"{layer}, {rows:,} new orders per refresh", fontsize=9)
+            ax.set_xlabel("orders in the table")
             ax.set_ylabel("refresh seconds (median)")
             ax.grid(True, alpha=0.3)
         axes[0][0].legend(fontsize=7)
