@@ -115,6 +115,10 @@ def shrink(harness: Harness, failing: Result, budget: float, log=print) -> Scena
 def markdown_report(stats: Stats, seed: int, argv: list[str] | None, seconds: float) -> str:
     """The run as a README section body: command, outcome, coverage table."""
     args = list(sys.argv[1:] if argv is None else argv)
+    for option in ("--report", "--out", "--warehouse"):  # where output goes: not the run
+        while option in args:
+            i = args.index(option)
+            del args[i : i + 2]
     if "--seed" not in args:
         args += ["--seed", str(seed)]
     modes = stats.modes

@@ -540,6 +540,8 @@ class QueryGen:
                 if chance(ch, 0.3):
                     typ = self.any_type(rel.scope, (INT, STR, DATE, DEC, DBL, TS))
                     key = self.expr(rel.scope, typ, 1)
+                    if re.fullmatch(r"-?\d+", key):  # GROUP BY 5 would be an ordinal
+                        key = f"CAST({key} AS INT)"
                     keys.append(key)
                     cols.append(Col(f"{prefix}{len(items)}", typ, typ in INTEGRAL))
                 else:

@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ from tests.differential.generate import (
     quick_scenarios,
     scenarios,
 )
-from tests.differential.harness import Harness, Stats
+from tests.differential.harness import Harness, Result, Stats
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(__file__).with_name("scenarios")
@@ -42,14 +43,42 @@ def _assert_ok(result) -> None:  # type: ignore[no-untyped-def]
 
 
 QUICK = {sc.shape: sc for sc in quick_scenarios()}
+# Scenarios of the quick profile run this many at a time (each with its own harness): a
+# refresh of tiny tables is mostly driver-side latency (planning, py4j, commits), so two
+# in flight keep two cores busy. 1 runs them one by one.
+THREADS = int(os.environ.get("DYNTABLES_DIFFERENTIAL_THREADS", "2"))
+
+
+@pytest.fixture(scope="session")
+def quick_results(lh) -> dict[str, Result]:  # type: ignore[no-untyped-def]
+    """Results of the generated quick scenarios and the regression corpus, run up front
+    ``THREADS`` at a time; the tests below report them one by one."""
+    runs: list[tuple[str, Scenario]] = [(f"generated:{k}", sc) for k, sc in QUICK.items()]
+    for path in sorted(CORPUS.glob("*.scn")):
+        runs.append((f"corpus:{path.stem}", parse_scenario(path.read_text(), path.stem)))
+
+    def run(item: tuple[str, Scenario]) -> tuple[str, Stats, Result]:
+        stats = Stats()
+        return item[0], stats, Harness(lh, stats).run(item[1])
+
+    with ThreadPoolExecutor(max_workers=max(1, THREADS)) as pool:
+        done = list(pool.map(run, runs))
+    results: dict[str, Result] = {}
+    for key, stats, result in done:
+        if result.scenario.bug:  # a known bug: its failures are not new mismatches of this run
+            conftest.STATS.known_bugs += 0 if result.ok else 1
+        else:
+            conftest.STATS.merge(stats)
+        results[key] = result
+    return results
 
 
 @pytest.mark.parametrize("group", list(QUICK))
-def test_generated_scenario(harness: Harness, group: str) -> None:
+def test_generated_scenario(quick_results: dict[str, Result], group: str) -> None:
     """Every query shape once: three generated scenarios of fixed seeds, each with one
     dynamic table per shape over shared tables (replay with ``python -m
     tests.differential.fuzz --quick``)."""
-    _assert_ok(harness.run(QUICK[group]))
+    _assert_ok(quick_results[f"generated:{group}"])
 
 
 @settings(
@@ -291,12 +320,5 @@ def _corpus() -> list[pytest.param]:  # type: ignore[valid-type]
 
 
 @pytest.mark.parametrize("path", _corpus())
-def test_regression_scenario(lh, harness: Harness, path: Path) -> None:  # type: ignore[no-untyped-def]
-    scenario = parse_scenario(path.read_text(), path.stem)
-    if scenario.bug:  # a known bug: its failures are not new mismatches of this run
-        stats = Stats()
-        result = Harness(lh, stats).run(scenario)
-        conftest.STATS.known_bugs += 0 if result.ok else 1
-    else:
-        result = harness.run(scenario)
-    _assert_ok(result)
+def test_regression_scenario(quick_results: dict[str, Result], path: Path) -> None:
+    _assert_ok(quick_results[f"corpus:{path.stem}"])
