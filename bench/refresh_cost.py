@@ -18,9 +18,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as warehouse, Lakehouse(
-        warehouse=warehouse, conf={"spark.sql.shuffle.partitions": "2"}
-    ) as lh:
+    with (
+        tempfile.TemporaryDirectory() as warehouse,
+        Lakehouse(warehouse=warehouse, conf={"spark.sql.shuffle.partitions": "2"}) as lh,
+    ):
         lh.sql(
             """
             CREATE TABLE o (id BIGINT, pid BIGINT, qty INT, price DECIMAL(10,2), status STRING);

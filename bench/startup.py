@@ -39,7 +39,9 @@ def measure(runs: int) -> dict[str, float]:
     samples: dict[str, list[float]] = {}
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as warehouse:
-            out = subprocess.run([sys.executable, "-c", CHILD, warehouse], capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [sys.executable, "-c", CHILD, warehouse], capture_output=True, text=True, check=True
+            )
         for key, value in json.loads(out.stdout.strip().splitlines()[-1]).items():
             samples.setdefault(key, []).append(value)
     return {key: statistics.median(values) for key, values in samples.items()}
@@ -54,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Lakehouse start-up, median of {args.runs} runs ({started})\n")
     print("| phase | seconds |\n|---|---|")
     print(f"| import dyntables | {medians['import']:.2f} |")
-    print(f"| cold: new process, `Lakehouse(warehouse=...)` (JVM + Spark + Iceberg catalog) | {medians['cold']:.2f} |")
+    print(
+        f"| cold: new process, `Lakehouse(warehouse=...)` (JVM + Spark + Iceberg catalog) | {medians['cold']:.2f} |"
+    )
     print(f"| warm: second `Lakehouse(...)` in the same process | {medians['warm']:.2f} |")
     print(f"| first query (`SELECT 1`) after start | {medians['first_query']:.2f} |")
     return 0

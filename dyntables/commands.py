@@ -133,7 +133,9 @@ class Commands:
         table, existing = self.registry.load(name)
         if table is not None:
             if existing is None:
-                raise TableExistsError(f"{name} exists and is a regular table; drop it or choose another name")
+                raise TableExistsError(
+                    f"{name} exists and is a regular table; drop it or choose another name"
+                )
             if stmt.if_not_exists:
                 return self._ok()
             if not stmt.or_replace:
@@ -161,9 +163,15 @@ class Commands:
             partitioned_by=stmt.partitioned_by,
             user_properties=dict(stmt.properties),
         )
-        if existing is not None and table is not None and self._same_shape(existing, dt, stmt, table):
+        if (
+            existing is not None
+            and table is not None
+            and self._same_shape(existing, dt, stmt, table)
+        ):
             keep = dt.with_options(state=existing.state, suspended_reason=existing.suspended_reason)
-            table.set_properties({**keep.to_properties(), **({"comment": stmt.comment} if stmt.comment else {})})
+            table.set_properties(
+                {**keep.to_properties(), **({"comment": stmt.comment} if stmt.comment else {})}
+            )
             return self._ok()
         self._build(dt, stmt, query, pinned, replace=existing is not None)
         return self._ok()
@@ -182,11 +190,18 @@ class Commands:
     def _validate_options(self, stmt: CreateDynamicTable) -> None:
         for key, _ in stmt.properties:
             if key == "data_retention_days":
-                raise InvalidOptionError("set data_retention_days with ALTER TABLE ... SET PROPERTIES after creating")
+                raise InvalidOptionError(
+                    "set data_retention_days with ALTER TABLE ... SET PROPERTIES after creating"
+                )
 
-    def _same_shape(self, old: DynamicTableDef, new: DynamicTableDef, stmt: CreateDynamicTable, table: Any) -> bool:
+    def _same_shape(
+        self, old: DynamicTableDef, new: DynamicTableDef, stmt: CreateDynamicTable, table: Any
+    ) -> bool:
         """Options-only change? Then data and state are kept (no rebuild)."""
-        if _normalized(old.query) != _normalized(new.query) or old.partitioned_by != new.partitioned_by:
+        if (
+            _normalized(old.query) != _normalized(new.query)
+            or old.partitioned_by != new.partitioned_by
+        ):
             return False
         return not stmt.columns
 
@@ -205,7 +220,9 @@ class Commands:
         versions = {TableName(tuple(k.split("."))): v.snapshot for k, v in pinned.items()}
         pinned_sql = pin_sources(query, self.lh.qualify, versions).sql("spark")
         schema = self._analyze(pinned_sql, dt)
-        columns = [c.name for c in stmt.columns] if stmt.columns else [f.name for f in schema.fields]
+        columns = (
+            [c.name for c in stmt.columns] if stmt.columns else [f.name for f in schema.fields]
+        )
         if len(columns) != len(schema.fields):
             raise InvalidOptionError(
                 f"dynamic table {dt.name} lists {len(columns)} columns but its query returns {len(schema.fields)}"
@@ -236,7 +253,9 @@ class Commands:
             raise
         for col in stmt.columns:
             if col.comment:
-                self.spark.sql(f"ALTER TABLE {dt.name.sql()} ALTER COLUMN `{col.name}` COMMENT {_lit(col.comment)}")
+                self.spark.sql(
+                    f"ALTER TABLE {dt.name.sql()} ALTER COLUMN `{col.name}` COMMENT {_lit(col.comment)}"
+                )
         self._record_build(dt, started, t0, job_id, load_table(self.spark, dt.name), None)
 
     def _analyze(self, pinned_sql: str, dt: DynamicTableDef) -> Any:
@@ -246,10 +265,18 @@ class Commands:
             from dyntables.engine.errors import translate
 
             err = translate(exc, dt.query)
-            raise type(err)(f"the query of dynamic table {dt.name} is invalid: {err.message}") from exc
+            raise type(err)(
+                f"the query of dynamic table {dt.name} is invalid: {err.message}"
+            ) from exc
 
     def _record_build(
-        self, dt: DynamicTableDef, started: datetime, t0: float, job_id: str, table: Any, exc: Exception | None
+        self,
+        dt: DynamicTableDef,
+        started: datetime,
+        t0: float,
+        job_id: str,
+        table: Any,
+        exc: Exception | None,
     ) -> None:
         stats: dict[str, object] = {"rows_inserted": 0, "rows_deleted": 0, "full_reason": INITIAL}
         if table is not None:
@@ -264,9 +291,22 @@ class Commands:
         self.registry.history.append(
             [
                 HistoryRecord(
-                    dt.catalog, dt.schema, dt.table, dt.vcluster, started, datetime.now(UTC),
-                    int((time.monotonic() - t0) * 1000), FAILED if exc else SUCCEED, MANUAL, None, FULL,
-                    error, source_tables_json(dt.sources), stats_json(stats), None, job_id,
+                    dt.catalog,
+                    dt.schema,
+                    dt.table,
+                    dt.vcluster,
+                    started,
+                    datetime.now(UTC),
+                    int((time.monotonic() - t0) * 1000),
+                    FAILED if exc else SUCCEED,
+                    MANUAL,
+                    None,
+                    FULL,
+                    error,
+                    source_tables_json(dt.sources),
+                    stats_json(stats),
+                    None,
+                    job_id,
                 )
             ]
         )
@@ -281,8 +321,17 @@ class Commands:
             self.spark,
             "name string, state string, refresh_mode string, rows_inserted bigint, rows_deleted bigint, "
             "duration string, job_id string",
-            [(out.name.split(".")[-1], out.state, out.refresh_mode, out.rows_inserted, out.rows_deleted,
-              _duration(out.duration_ms), out.job_id)],
+            [
+                (
+                    out.name.split(".")[-1],
+                    out.state,
+                    out.refresh_mode,
+                    out.rows_inserted,
+                    out.rows_deleted,
+                    _duration(out.duration_ms),
+                    out.job_id,
+                )
+            ],
         )
 
     # -- SHOW / DESCRIBE -----------------------------------------------------------------
@@ -297,10 +346,17 @@ class Commands:
             lag = self._lag_seconds(dt, state, now)
             rows.append(
                 (
-                    dt.table, dt.schema, format_interval(dt.interval_seconds), dt.refresh_mode, dt.state,
+                    dt.table,
+                    dt.schema,
+                    format_interval(dt.interval_seconds),
+                    dt.refresh_mode,
+                    dt.state,
                     datetime.fromtimestamp(state.time_ms / 1000, UTC) if state else None,
-                    state.mode if state else None, dt.vcluster,
-                    ", ".join(str(s) for s in dt.sources), lag, dt.suspended_reason,
+                    state.mode if state else None,
+                    dt.vcluster,
+                    ", ".join(str(s) for s in dt.sources),
+                    lag,
+                    dt.suspended_reason,
                 )
             )
         schema = (
@@ -309,22 +365,44 @@ class Commands:
             "source_tables string, data_lag_seconds double, suspended_reason string"
         )
         base = rows_frame(self.spark, schema, rows)
-        latest = self.spark.sql(
-            "SELECT name AS h_name, schema_name AS h_schema, state AS last_refresh_state, "
-            "error_message AS last_error FROM (SELECT *, row_number() OVER (PARTITION BY schema_name, name "
-            f"ORDER BY start_time DESC) AS rn FROM {self.registry.history.current_table()}) WHERE rn = 1"
-        ) if rows else None
+        latest = (
+            self.spark.sql(
+                "SELECT name AS h_name, schema_name AS h_schema, state AS last_refresh_state, "
+                "error_message AS last_error FROM (SELECT *, row_number() OVER (PARTITION BY schema_name, name "
+                f"ORDER BY start_time DESC) AS rn FROM {self.registry.history.current_table()}) WHERE rn = 1"
+            )
+            if rows
+            else None
+        )
         if latest is None:
-            return base.selectExpr("*", "CAST(NULL AS string) AS last_refresh_state", "CAST(NULL AS string) AS last_error")
+            return base.selectExpr(
+                "*",
+                "CAST(NULL AS string) AS last_refresh_state",
+                "CAST(NULL AS string) AS last_error",
+            )
         self.registry.history.ensure()
-        joined = base.join(latest, (base.name == latest.h_name) & (base.schema_name == latest.h_schema), "left")
+        joined = base.join(
+            latest, (base.name == latest.h_name) & (base.schema_name == latest.h_schema), "left"
+        )
         return joined.select(
-            "name", "schema_name", "refresh_interval", "refresh_mode", "state", "last_refresh_time",
-            "last_refresh_mode", "last_refresh_state", "data_lag_seconds", "source_tables", "virtual_cluster",
-            "suspended_reason", "last_error",
+            "name",
+            "schema_name",
+            "refresh_interval",
+            "refresh_mode",
+            "state",
+            "last_refresh_time",
+            "last_refresh_mode",
+            "last_refresh_state",
+            "data_lag_seconds",
+            "source_tables",
+            "virtual_cluster",
+            "suspended_reason",
+            "last_error",
         ).orderBy("name")
 
-    def _lag_seconds(self, dt: DynamicTableDef, state: RefreshState | None, now: int) -> float | None:
+    def _lag_seconds(
+        self, dt: DynamicTableDef, state: RefreshState | None, now: int
+    ) -> float | None:
         """How far behind its sources: age of the oldest source commit it does not reflect."""
         if state is None:
             return None
@@ -337,7 +415,11 @@ class Commands:
             current = table.current_snapshot_id()
             if current is None or current == recorded.snapshot:
                 continue
-            chain = table.ancestors_between(current, recorded.snapshot) if recorded.uuid == table.uuid else None
+            chain = (
+                table.ancestors_between(current, recorded.snapshot)
+                if recorded.uuid == table.uuid
+                else None
+            )
             first = chain[0].timestamp_ms if chain else (table.current_snapshot().timestamp_ms)  # type: ignore[union-attr]
             oldest = first if oldest is None else min(oldest, first)
         return 0.0 if oldest is None else round(max(0, now - oldest) / 1000, 3)
@@ -365,10 +447,17 @@ class Commands:
             ("Comment", dt.comment, None),
         ]
         if state is not None:
-            rows.append(("Last refresh", datetime.fromtimestamp(state.time_ms / 1000, UTC).isoformat(),
-                         f"{state.mode} job {state.refresh_id}"))
+            rows.append(
+                (
+                    "Last refresh",
+                    datetime.fromtimestamp(state.time_ms / 1000, UTC).isoformat(),
+                    f"{state.mode} job {state.refresh_id}",
+                )
+            )
         if stmt.extended:
-            rows.append(("Created", datetime.fromtimestamp(dt.created_ms / 1000, UTC).isoformat(), None))
+            rows.append(
+                ("Created", datetime.fromtimestamp(dt.created_ms / 1000, UTC).isoformat(), None)
+            )
             if state is not None:
                 for src, version in sorted(state.sources.items()):
                     rows.append(("Source snapshot", src, str(version.snapshot)))
@@ -392,9 +481,13 @@ class Commands:
         if table is None:
             if stmt.if_exists:
                 return self._ok()
-            raise TableNotFoundError(f"dynamic table {self.lh.qualify(stmt.name)} not found; nothing dropped")
+            raise TableNotFoundError(
+                f"dynamic table {self.lh.qualify(stmt.name)} not found; nothing dropped"
+            )
         if dt is None:
-            raise NotADynamicTableError(f"{self.lh.qualify(stmt.name)} is a regular table: use DROP TABLE")
+            raise NotADynamicTableError(
+                f"{self.lh.qualify(stmt.name)} is a regular table: use DROP TABLE"
+            )
         self.registry.trash.drop(dt.name, dt.dt_id, dt.retention_days)
         return self._ok()
 
@@ -433,7 +526,9 @@ class Commands:
                 props["history.expire.max-snapshot-age-ms"] = str(days * 86_400_000)
                 props[PREFIX + "retention_days"] = str(days)
             elif key.startswith(PREFIX):
-                raise InvalidOptionError(f"property {key} is managed by dyntables and cannot be set")
+                raise InvalidOptionError(
+                    f"property {key} is managed by dyntables and cannot be set"
+                )
             else:
                 props[key] = value
         table.set_properties(props)

@@ -31,7 +31,9 @@ def _rounded(df):  # type: ignore[no-untyped-def]
     from pyspark.sql.types import DoubleType, FloatType
 
     cols = [
-        F.round(F.col(f"`{f.name}`"), 6).alias(f.name) if isinstance(f.dataType, (DoubleType, FloatType)) else F.col(f"`{f.name}`")
+        F.round(F.col(f"`{f.name}`"), 6).alias(f.name)
+        if isinstance(f.dataType, (DoubleType, FloatType))
+        else F.col(f"`{f.name}`")
         for f in df.schema.fields
     ]
     return df.select(*cols)

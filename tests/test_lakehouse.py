@@ -13,11 +13,17 @@ def test_round_trip_with_time_travel(lh: Lakehouse, unique) -> None:
     t = unique("orders")
     lh.sql(f"CREATE TABLE {t} (id BIGINT, item STRING, qty INT)")
     lh.sql(f"INSERT INTO {t} VALUES (1, 'shoe', 2), (2, 'mat', 1), (3, 'rope', 5)")
-    first = lh.sql(f"SELECT snapshot_id FROM public.{t}.snapshots ORDER BY committed_at").collect()[-1][0]
+    first = lh.sql(f"SELECT snapshot_id FROM public.{t}.snapshots ORDER BY committed_at").collect()[
+        -1
+    ][0]
     lh.sql(f"UPDATE {t} SET qty = 3 WHERE id = 2")
     lh.sql(f"DELETE FROM {t} WHERE id = 3")
     assert rows(lh.sql(f"SELECT * FROM {t}")) == [(1, "shoe", 2), (2, "mat", 3)]
-    assert rows(lh.sql(f"SELECT * FROM {t} VERSION AS OF {first}")) == [(1, "shoe", 2), (2, "mat", 1), (3, "rope", 5)]
+    assert rows(lh.sql(f"SELECT * FROM {t} VERSION AS OF {first}")) == [
+        (1, "shoe", 2),
+        (2, "mat", 1),
+        (3, "rope", 5),
+    ]
 
 
 def test_tables_are_iceberg_copy_on_write_in_public(lh: Lakehouse, unique) -> None:
@@ -88,7 +94,9 @@ def test_a_session_the_user_built_and_another_catalog(lh: Lakehouse, tmp_path, u
         borrowed.sql(f"INSERT INTO {src} VALUES (3)")
         assert borrowed.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
         assert rows(spark.sql(f"SELECT * FROM other.public.{dt}")) == [(3,)]
-        history = borrowed.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
+        history = borrowed.sql(
+            f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1"
+        ).first()
         assert history.workspace_name == "other"
     finally:
         borrowed.close()  # borrowed session: close() must not stop it

@@ -33,7 +33,9 @@ class SourceVersion:
     @staticmethod
     def from_json(value: Mapping[str, object]) -> SourceVersion:
         snap = value.get("snapshot")
-        return SourceVersion(int(str(snap)) if snap is not None else None, str(value.get("uuid", "")))
+        return SourceVersion(
+            int(str(snap)) if snap is not None else None, str(value.get("uuid", ""))
+        )
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,9 @@ class RefreshState:
             PREFIX + "refresh.sources": json.dumps(
                 {k: v.to_json() for k, v in sorted(self.sources.items())}, separators=(",", ":")
             ),
-            PREFIX + "refresh.state_tables": json.dumps(dict(self.state_tables), separators=(",", ":")),
+            PREFIX + "refresh.state_tables": json.dumps(
+                dict(self.state_tables), separators=(",", ":")
+            ),
         }
 
     @staticmethod
@@ -109,7 +113,9 @@ class DynamicTableDef:
             PREFIX + "dt_id": self.dt_id,
             PREFIX + "query": self.query,
             PREFIX + "sources": json.dumps([str(s) for s in self.sources]),
-            PREFIX + "interval_seconds": "" if self.interval_seconds is None else str(self.interval_seconds),
+            PREFIX + "interval_seconds": ""
+            if self.interval_seconds is None
+            else str(self.interval_seconds),
             PREFIX + "refresh_mode": self.refresh_mode,
             PREFIX + "vcluster": self.vcluster,
             PREFIX + "state": self.state,
@@ -130,7 +136,10 @@ class DynamicTableDef:
             name=name,
             dt_id=props.get(PREFIX + "dt_id", ""),
             query=props.get(PREFIX + "query", ""),
-            sources=tuple(TableName(tuple(s.split("."))) for s in json.loads(props.get(PREFIX + "sources", "[]"))),
+            sources=tuple(
+                TableName(tuple(s.split(".")))
+                for s in json.loads(props.get(PREFIX + "sources", "[]"))
+            ),
             interval_seconds=int(interval) if interval else None,
             refresh_mode=props.get(PREFIX + "refresh_mode", "AUTO"),
             vcluster=props.get(PREFIX + "vcluster", "DEFAULT"),

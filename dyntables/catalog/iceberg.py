@@ -177,11 +177,18 @@ def load_table(spark: Any, name: TableName) -> IcebergTable | None:
     """Load ``catalog.namespace.table``; None when it does not exist."""
     jvm = spark._jvm
     try:
-        jtable = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, str(name))
+        jtable = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+            spark._jsparkSession, str(name)
+        )
     except Exception as exc:  # py4j wraps NoSuchTableException / ValidationException
         text = str(exc)
         lowered = text.lower()
-        if "NoSuchTableException" in text or "not found" in lowered or "cannot be found" in lowered or "NoSuchNamespace" in text:
+        if (
+            "NoSuchTableException" in text
+            or "not found" in lowered
+            or "cannot be found" in lowered
+            or "NoSuchNamespace" in text
+        ):
             return None
         if "not an Iceberg table" in text or "Cannot use" in text:
             return None

@@ -25,7 +25,9 @@ class Registry:
         self.trash = Trash(spark, catalog)
         warehouse = spark.conf.get(f"spark.sql.catalog.{catalog}.warehouse", "") or ""
         # where leases and other small coordination files live (None: in-process only)
-        self.system_root: str | None = warehouse.rstrip("/") + f"/{SYSTEM_NAMESPACE}" if warehouse else None
+        self.system_root: str | None = (
+            warehouse.rstrip("/") + f"/{SYSTEM_NAMESPACE}" if warehouse else None
+        )
         self.history = History(spark, catalog, self.system_root)
         self._planner: Planner | None = None
         self._refresher: Refresher | None = None

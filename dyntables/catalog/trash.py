@@ -42,7 +42,9 @@ class Trash:
         self.catalog = catalog
         self.fs = FileSystem(spark)
         conf = spark.conf
-        self.hadoop = (conf.get(f"spark.sql.catalog.{catalog}.type", "") or "").lower() == "hadoop" or (
+        self.hadoop = (
+            conf.get(f"spark.sql.catalog.{catalog}.type", "") or ""
+        ).lower() == "hadoop" or (
             conf.get(f"spark.sql.catalog.{catalog}.catalog-impl", "") or ""
         ).endswith("HadoopCatalog")
         warehouse = conf.get(f"spark.sql.catalog.{catalog}.warehouse", "") or ""
@@ -60,7 +62,9 @@ class Trash:
             self.fs.move(table.location, f"{trash}/table")
             self.fs.write_text(f"{trash}/dropped.json", json.dumps(record.__dict__))
         else:
-            trash_name = f"`{self.catalog}`.`{SYSTEM_NAMESPACE}`.`trash__{entry_id.replace('.', '__')}`"
+            trash_name = (
+                f"`{self.catalog}`.`{SYSTEM_NAMESPACE}`.`trash__{entry_id.replace('.', '__')}`"
+            )
             record = Dropped(str(name), dt_id, now, retention_days, trash_name, trash_name)
             self.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{self.catalog}`.`{SYSTEM_NAMESPACE}`")
             self.spark.sql(f"ALTER TABLE {name.sql()} RENAME TO {trash_name}")
@@ -71,7 +75,9 @@ class Trash:
 
     def undrop(self, name: TableName) -> Dropped:
         if load_table(self.spark, name) is not None:
-            raise TableExistsError(f"cannot UNDROP {name}: a table with that name exists; drop or rename it first")
+            raise TableExistsError(
+                f"cannot UNDROP {name}: a table with that name exists; drop or rename it first"
+            )
         now = int(time.time() * 1000)
         candidates = [d for d in self.entries() if d.name == str(name)]
         live = [d for d in candidates if not d.expired(now)]
@@ -86,7 +92,9 @@ class Trash:
             self.fs.delete(entry.trash)
         else:
             self.spark.sql(f"ALTER TABLE {entry.trash} RENAME TO {name.sql()}")
-            self.spark.sql(f"ALTER TABLE {name.sql()} UNSET TBLPROPERTIES IF EXISTS ('dyntables.dropped')")
+            self.spark.sql(
+                f"ALTER TABLE {name.sql()} UNSET TBLPROPERTIES IF EXISTS ('dyntables.dropped')"
+            )
         return entry
 
     def entries(self) -> list[Dropped]:
@@ -101,7 +109,9 @@ class Trash:
         rows = self.spark.sql(f"SHOW TABLES IN `{self.catalog}`.`{SYSTEM_NAMESPACE}`").collect()
         for row in rows:
             if row.tableName.startswith("trash__"):
-                table = load_table(self.spark, TableName((self.catalog, SYSTEM_NAMESPACE, row.tableName)))
+                table = load_table(
+                    self.spark, TableName((self.catalog, SYSTEM_NAMESPACE, row.tableName))
+                )
                 if table is not None and "dyntables.dropped" in table.properties():
                     found.append(Dropped(**json.loads(table.properties()["dyntables.dropped"])))
         return found

@@ -23,17 +23,23 @@ def check_java() -> int:
     candidate = os.path.join(java_home, "bin", "java") if java_home else None
     java = candidate if candidate and os.access(candidate, os.X_OK) else shutil.which("java")
     if not java:
-        raise JavaNotFoundError(f"Java 17 or newer is required to run Spark and none was found: {INSTALL_HINT}")
+        raise JavaNotFoundError(
+            f"Java 17 or newer is required to run Spark and none was found: {INSTALL_HINT}"
+        )
     try:
         out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise JavaNotFoundError(f"could not run '{java} -version' ({exc}): {INSTALL_HINT}") from exc
     match = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
     if not match:
-        raise JavaNotFoundError(f"could not read the Java version from '{java} -version': {INSTALL_HINT}")
+        raise JavaNotFoundError(
+            f"could not read the Java version from '{java} -version': {INSTALL_HINT}"
+        )
     major = int(match.group(1))
     if major == 1 and match.group(2):  # "1.8.0" style
         major = int(match.group(2))
     if major < 17:
-        raise JavaNotFoundError(f"Java {major} found at {java}, but Java 17 or newer is required: {INSTALL_HINT}")
+        raise JavaNotFoundError(
+            f"Java {major} found at {java}, but Java 17 or newer is required: {INSTALL_HINT}"
+        )
     return major

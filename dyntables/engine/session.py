@@ -84,7 +84,9 @@ def embedded_conf(warehouse: Path, catalog: str) -> dict[str, str]:
 
 
 def build_session(
-    warehouse: str | os.PathLike[str], catalog: str = DEFAULT_CATALOG, conf: Mapping[str, str] | None = None
+    warehouse: str | os.PathLike[str],
+    catalog: str = DEFAULT_CATALOG,
+    conf: Mapping[str, str] | None = None,
 ):  # -> pyspark.sql.SparkSession (imported lazily: pyspark import costs ~0.5 s)
     """Start (or join) the process's Spark session with the Iceberg catalog configured."""
     check_java()

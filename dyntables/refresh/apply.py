@@ -44,7 +44,12 @@ def _helper(name: str, columns: list[str]) -> str:
 
 
 def apply_delta(
-    spark: Any, table_sql: str, columns: list[str], delta_sql: str, view_prefix: str, table_rows: int | None = None
+    spark: Any,
+    table_sql: str,
+    columns: list[str],
+    delta_sql: str,
+    view_prefix: str,
+    table_rows: int | None = None,
 ) -> Applied:
     cols = ", ".join(_q(c) for c in columns)
     i = _helper("__i", columns)
@@ -81,7 +86,9 @@ def apply_delta(
 
 def _checked_count(expr: exp.Expr) -> str:
     return exp.If(
-        this=exp.LT(this=expr, expression=exp.Literal.number(0)), true=raise_error(INCONSISTENT), false=expr.copy()
+        this=exp.LT(this=expr, expression=exp.Literal.number(0)),
+        true=raise_error(INCONSISTENT),
+        false=expr.copy(),
     ).sql("spark")
 
 
@@ -103,7 +110,9 @@ def _rewrite(spark: Any, table_sql: str, columns: list[str], view: str) -> None:
 def _merge(spark: Any, table_sql: str, columns: list[str], view: str) -> None:
     cols = ", ".join(_q(c) for c in columns)
     one, cur, n, i, op = (_helper(h, columns) for h in ("_one", "_cur", "_n", "__i", "_op"))
-    match = null_safe_eq_all([exp.column(c, "v") for c in columns], [exp.column(c, "t") for c in columns]).sql("spark")
+    match = null_safe_eq_all(
+        [exp.column(c, "v") for c in columns], [exp.column(c, "t") for c in columns]
+    ).sql("spark")
     # current copies of every value that loses copies
     current = (
         f"SELECT v.*, COUNT(t.{one}) AS {cur} FROM (SELECT * FROM {view} WHERE {W} < 0) v "
@@ -117,7 +126,9 @@ def _merge(spark: Any, table_sql: str, columns: list[str], view: str) -> None:
         f"UNION ALL SELECT {cols}, 'I' AS {op} FROM (SELECT *, explode(sequence(1, {W})) AS {i} FROM {view} "
         f"WHERE {W} > 0) _p"
     )
-    on = null_safe_eq_all([exp.column(c, "t") for c in columns], [exp.column(c, "s") for c in columns]).sql("spark")
+    on = null_safe_eq_all(
+        [exp.column(c, "t") for c in columns], [exp.column(c, "s") for c in columns]
+    ).sql("spark")
     names = ", ".join(_q(c) for c in columns)
     values = ", ".join(f"s.{_q(c)}" for c in columns)
     spark.sql(

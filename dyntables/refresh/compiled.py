@@ -43,7 +43,10 @@ def state_keys(plan: Plan) -> set[str]:
 def table_ref(name: TableName, snapshot: int | None) -> exp.Expr:
     table = exp.to_table(name.sql(), dialect="spark")
     if snapshot is not None:
-        table.set("version", exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(snapshot)))
+        table.set(
+            "version",
+            exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(snapshot)),
+        )
     return table
 
 
@@ -68,7 +71,9 @@ class BoundSources:
         view = self.delta_views.get(str(scan.table))
         if view is None:
             return None
-        items = [alias(col(s), c) for s, c in zip(scan.source_columns, scan.out, strict=True)] + [col(W)]
+        items = [alias(col(s), c) for s, c in zip(scan.source_columns, scan.out, strict=True)] + [
+            col(W)
+        ]
         return select(items, view)
 
     def column_types(self, node: Node) -> Mapping[str, str]:
@@ -84,7 +89,9 @@ def avg_types(spark: Any, renderer: Renderer, node: Aggregate) -> dict[str, str]
     calls = [c for c in node.aggs if c.func == "avg"]
     if not calls:
         return {}
-    q = select([alias(exp.Avg(this=c.arg.copy()), c.column) for c in calls], sub(renderer.rel(node.child, NEW)))  # type: ignore[union-attr]
+    # an AVG always has an argument
+    items = [alias(exp.Avg(this=c.arg.copy()), c.column) for c in calls if c.arg is not None]
+    q = select(items, sub(renderer.rel(node.child, NEW)))
     return {f.name: f.dataType.simpleString() for f in spark.sql(q.sql("spark")).schema.fields}
 
 
@@ -94,7 +101,10 @@ def state_table_name(catalog: str, dt_id: str, key: str, generation: str) -> Tab
 
 def output_sql(plan: Plan, renderer: Renderer, columns: list[str], version: str = NEW) -> str:
     """The plan's rows in the dynamic table's column order and names."""
-    q = select([alias(col(c), name) for c, name in zip(plan.root.columns, columns, strict=True)], sub(renderer.rel(plan.root, version)))
+    q = select(
+        [alias(col(c), name) for c, name in zip(plan.root.columns, columns, strict=True)],
+        sub(renderer.rel(plan.root, version)),
+    )
     return q.sql("spark")
 
 
@@ -102,7 +112,9 @@ def delta_output_sql(plan: Plan, renderer: Renderer, columns: list[str]) -> str 
     d = renderer.delta(plan.root)
     if d is None:
         return None
-    items = [alias(col(c), name) for c, name in zip(plan.root.columns, columns, strict=True)] + [col(W)]
+    items = [alias(col(c), name) for c, name in zip(plan.root.columns, columns, strict=True)] + [
+        col(W)
+    ]
     return select(items, sub(d)).sql("spark")
 
 
@@ -127,7 +139,9 @@ def full_build(
         name = state_table_name(catalog, dt_id, key, generation)
         build = agg.build_sql(node, renderer.rel(node.child, NEW)).sql("spark")
         # WAP is enabled only after the build, so the CTAS itself commits (not staged)
-        spark.sql(f"CREATE TABLE {name.sql()} USING iceberg TBLPROPERTIES ('dyntables.state_of'='{dt_id}') AS {build}")
+        spark.sql(
+            f"CREATE TABLE {name.sql()} USING iceberg TBLPROPERTIES ('dyntables.state_of'='{dt_id}') AS {build}"
+        )
         spark.sql(f"ALTER TABLE {name.sql()} SET TBLPROPERTIES ('write.wap.enabled'='true')")
         table = load_table(spark, name)
         snapshot = table.current_snapshot_id() if table else None
@@ -135,11 +149,18 @@ def full_build(
         for j, call in agg.distinct_calls(node):
             dname = state_table_name(catalog, dt_id, f"{key}_d{j}", generation)
             dbuild = agg.build_distinct_sql(node, call, renderer.rel(node.child, NEW)).sql("spark")
-            spark.sql(f"CREATE TABLE {dname.sql()} USING iceberg TBLPROPERTIES ('dyntables.state_of'='{dt_id}') AS {dbuild}")
+            spark.sql(
+                f"CREATE TABLE {dname.sql()} USING iceberg TBLPROPERTIES ('dyntables.state_of'='{dt_id}') AS {dbuild}"
+            )
             spark.sql(f"ALTER TABLE {dname.sql()} SET TBLPROPERTIES ('write.wap.enabled'='true')")
             dtable = load_table(spark, dname)
-            states[f"{key}_d{j}"] = {"table": str(dname), "snapshot": dtable.current_snapshot_id() if dtable else None}
-        finalized = agg.finalized(node, select(["*"], table_ref(name, snapshot)), avg_types(spark, renderer, node))
+            states[f"{key}_d{j}"] = {
+                "table": str(dname),
+                "snapshot": dtable.current_snapshot_id() if dtable else None,
+            }
+        finalized = agg.finalized(
+            node, select(["*"], table_ref(name, snapshot)), avg_types(spark, renderer, node)
+        )
         renderer.materialized[id(node)] = Materialized(finalized, finalized.copy(), None)
     return output_sql(plan, renderer, columns), states
 

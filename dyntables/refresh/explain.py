@@ -38,12 +38,18 @@ def _rule(node: Node) -> str:
         return "inner delta + NULL-padded rows whose key gained/lost its match"
     if isinstance(node, Aggregate):
         kinds = ", ".join(sorted({c.func.upper() for c in node.aggs})) or "DISTINCT"
-        extra = " (MIN/MAX recomputed only for groups whose extreme is deleted)" if any(
-            c.func in ("min", "max") for c in node.aggs
-        ) else ""
+        extra = (
+            " (MIN/MAX recomputed only for groups whose extreme is deleted)"
+            if any(c.func in ("min", "max") for c in node.aggs)
+            else ""
+        )
         return f"merge per-group state [{kinds}]; emit -old/+new rows of touched groups{extra}"
     if isinstance(node, Window):
-        return RULES["Window"] if node.partition_by else "no PARTITION BY: recompute the single partition on any change"
+        return (
+            RULES["Window"]
+            if node.partition_by
+            else "no PARTITION BY: recompute the single partition on any change"
+        )
     return RULES.get(type(node).__name__, "")
 
 
@@ -55,15 +61,24 @@ def _tree(node: Node, depth: int = 0) -> list[tuple[str, str]]:
 
 
 def explain(planner: Planner, dt: DynamicTableDef) -> list[tuple[str, str]]:
-    rows: list[tuple[str, str]] = [("dynamic table", str(dt.name)), ("requested mode", dt.refresh_mode)]
+    rows: list[tuple[str, str]] = [
+        ("dynamic table", str(dt.name)),
+        ("requested mode", dt.refresh_mode),
+    ]
     if dt.refresh_mode == "FULL":
-        rows += [("decision", "FULL"), ("reason", "REFRESH_MODE_FULL: created with REFRESH_MODE = FULL")]
+        rows += [
+            ("decision", "FULL"),
+            ("reason", "REFRESH_MODE_FULL: created with REFRESH_MODE = FULL"),
+        ]
         return rows
     compiled = planner.compile(dt)
     if compiled.plan is None:
         reason = compiled.reason
         assert reason is not None
-        rows += [("decision", "FULL"), ("reason", f"{reason.code} at {reason.operator}: {reason.detail}")]
+        rows += [
+            ("decision", "FULL"),
+            ("reason", f"{reason.code} at {reason.operator}: {reason.detail}"),
+        ]
         return rows
     plan = compiled.plan
     rows += [("decision", "INCREMENTAL"), ("reason", "every operator has a delta rule")]
@@ -77,18 +92,28 @@ def explain(planner: Planner, dt: DynamicTableDef) -> list[tuple[str, str]]:
         current[str(source)] = t.current_snapshot_id() if t is not None else None
     recorded = {k: v.snapshot for k, v in state.sources.items()} if state else current
     sources = BoundSources(
-        spark, old=recorded, new=current, delta_views={name: f"delta_{name.split('.')[-1]}" for name in current}
+        spark,
+        old=recorded,
+        new=current,
+        delta_views={name: f"delta_{name.split('.')[-1]}" for name in current},
     )
     renderer = Renderer(sources)
     sources.renderer = renderer
     for key, node in aggregate_nodes(plan):
         view = select(["*"], exp.to_table(f"{key}_old"))
         renderer.materialized[id(node)] = Materialized(
-            view, select(["*"], exp.to_table(f"{key}_new")), select(["*"], exp.to_table(f"{key}_delta"))
+            view,
+            select(["*"], exp.to_table(f"{key}_new")),
+            select(["*"], exp.to_table(f"{key}_delta")),
         )
     if state is not None:
         for src, version in sorted(state.sources.items()):
-            rows.append(("source", f"{src}: last refresh read snapshot {version.snapshot}, now {current.get(src)}"))
+            rows.append(
+                (
+                    "source",
+                    f"{src}: last refresh read snapshot {version.snapshot}, now {current.get(src)}",
+                )
+            )
     sql = delta_output_sql(plan, renderer, compiled.columns or list(plan.output_names))
     rows.append(("delta sql", sql or "(no source can change)"))
     return rows

@@ -43,7 +43,12 @@ def pinned_query_sql(dt: DynamicTableDef, pinned: dict[str, SourceVersion]) -> s
 
 
 def contents_sql(
-    spark: object, dt: DynamicTableDef, plan: Plan | None, pinned: dict[str, SourceVersion], columns: list[str], generation: str
+    spark: object,
+    dt: DynamicTableDef,
+    plan: Plan | None,
+    pinned: dict[str, SourceVersion],
+    columns: list[str],
+    generation: str,
 ) -> tuple[str, dict[str, dict[str, object]]]:
     """SQL of the table's full contents, plus the state tables built for it (if any)."""
     if plan is None:

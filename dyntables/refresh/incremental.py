@@ -37,7 +37,11 @@ def _short(name: str) -> str:
 
 
 def incremental_refresh(
-    ctx: RefreshContext, plan: Plan, captures: Mapping[str, Capture], columns: list[str], source_columns: Mapping[str, list[str]]
+    ctx: RefreshContext,
+    plan: Plan,
+    captures: Mapping[str, Capture],
+    columns: list[str],
+    source_columns: Mapping[str, list[str]],
 ) -> WriteResult:
     from pyspark import StorageLevel
 
@@ -59,7 +63,12 @@ def incremental_refresh(
                 ctx.stats[f"rows_read.{_short(source)}"] = 0
                 continue
             df = read_changes(
-                spark, source, source_columns[source], capture, previous.sources[source], ctx.pinned[source]
+                spark,
+                source,
+                source_columns[source],
+                capture,
+                previous.sources[source],
+                ctx.pinned[source],
             ).persist(StorageLevel.MEMORY_AND_DISK)
             cached.append(df)
             view = f"{prefix}_src{i}"
@@ -90,21 +99,25 @@ def incremental_refresh(
             if child_delta is None:
                 renderer.materialized[id(node)] = Materialized(old_rel, old_rel.copy(), None)
                 continue
-            state_types = {f.name: f.dataType.simpleString() for f in spark.table(name.sql()).schema.fields}
+            state_types = {
+                f.name: f.dataType.simpleString() for f in spark.table(name.sql()).schema.fields
+            }
             distinct_views: dict[int, str] = {}
             for j, call in agg.distinct_calls(node):
                 dkey = f"{key}_d{j}"
                 dname = _table_name(states[dkey])
                 dold = select(["*"], table_ref(dname, _snapshot_of(states[dkey])))
-                dchange = spark.sql(agg.distinct_change_sql(node, call, child_delta, dold).sql("spark")).persist(
-                    StorageLevel.MEMORY_AND_DISK
-                )
+                dchange = spark.sql(
+                    agg.distinct_change_sql(node, call, child_delta, dold).sql("spark")
+                ).persist(StorageLevel.MEMORY_AND_DISK)
                 cached.append(dchange)
                 dview = f"{prefix}_{dkey}_chg"
                 dchange.createOrReplaceTempView(dview)
                 views.append(dview)
                 ddview = f"{prefix}_{dkey}_dd"
-                spark.sql(agg.distinct_count_delta_sql(node, j, dview).sql("spark")).createOrReplaceTempView(ddview)
+                spark.sql(
+                    agg.distinct_count_delta_sql(node, j, dview).sql("spark")
+                ).createOrReplaceTempView(ddview)
                 views.append(ddview)
                 distinct_views[j] = ddview
                 dtable = load_table(spark, dname)
@@ -118,7 +131,11 @@ def incremental_refresh(
                 if dsnap is not None:
                     publish_first.append((dname, dsnap.snapshot_id))
                     states[dkey] = {"table": str(dname), "snapshot": dsnap.snapshot_id}
-            change = spark.sql(agg.change_sql(node, child_delta, state_old, state_types, distinct_views).sql("spark"))
+            change = spark.sql(
+                agg.change_sql(node, child_delta, state_old, state_types, distinct_views).sql(
+                    "spark"
+                )
+            )
             change = change.persist(StorageLevel.MEMORY_AND_DISK)
             cached.append(change)
             change_view = f"{prefix}_{key}_chg"
@@ -126,19 +143,25 @@ def incremental_refresh(
             views.append(change_view)
             # an exact (integer/decimal) sum's flag is constant false: no job to look at it
             floating = {f"r_{name}" for name in agg.floating_sums(node, state_types)}
-            flags = [f for f in agg.recompute_flags(node) if f in floating or not _is_sum_flag(node, f)]
+            flags = [
+                f for f in agg.recompute_flags(node) if f in floating or not _is_sum_flag(node, f)
+            ]
             if flags and change.where(" OR ".join(flags)).limit(1).count() > 0:
                 recompute_view = f"{prefix}_{key}_rec"
-                spark.sql(agg.recompute_sql(node, renderer.rel(node.child, NEW), change_view).sql("spark")).createOrReplaceTempView(recompute_view)
+                spark.sql(
+                    agg.recompute_sql(node, renderer.rel(node.child, NEW), change_view).sql("spark")
+                ).createOrReplaceTempView(recompute_view)
                 views.append(recompute_view)
-                patched = spark.sql(agg.patch_sql(node, change_view, recompute_view).sql("spark")).persist(
-                    StorageLevel.MEMORY_AND_DISK
-                )
+                patched = spark.sql(
+                    agg.patch_sql(node, change_view, recompute_view).sql("spark")
+                ).persist(StorageLevel.MEMORY_AND_DISK)
                 cached.append(patched)
                 change_view = f"{prefix}_{key}_chg2"
                 patched.createOrReplaceTempView(change_view)
                 views.append(change_view)
-                ctx.stats[f"{key}.minmax_recomputed_groups"] = patched.where(" OR ".join(flags)).count()
+                ctx.stats[f"{key}.minmax_recomputed_groups"] = patched.where(
+                    " OR ".join(flags)
+                ).count()
             state_table = load_table(spark, name)
             state_rows = state_table.total_records() if state_table is not None else None
             if state_rows is not None and state_rows <= REWRITE_MAX_ROWS:
@@ -153,13 +176,22 @@ def incremental_refresh(
             states[key] = {"table": str(name), "snapshot": after}
             new_rel = agg.finalized(node, select(["*"], table_ref(name, after)), averages)
             out = agg.output_delta_sql(node, change_view, averages)
-            renderer.materialized[id(node)] = Materialized(old_rel, new_rel, select(["*"], sub(out)))
+            renderer.materialized[id(node)] = Materialized(
+                old_rel, new_rel, select(["*"], sub(out))
+            )
         faults.reach("after_compute")
         delta_sql = delta_output_sql(plan, renderer, columns)
         applied = Applied(0, 0)
         if delta_sql is not None:
-            applied = apply_delta(spark, ctx.dt.name.sql(), columns, delta_sql, prefix, ctx.table.total_records())
-        return WriteResult(applied.rows_inserted, applied.rows_deleted, state_tables=states, publish_first=publish_first)
+            applied = apply_delta(
+                spark, ctx.dt.name.sql(), columns, delta_sql, prefix, ctx.table.total_records()
+            )
+        return WriteResult(
+            applied.rows_inserted,
+            applied.rows_deleted,
+            state_tables=states,
+            publish_first=publish_first,
+        )
     finally:
         for df in cached:
             df.unpersist()

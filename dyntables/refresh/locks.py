@@ -59,7 +59,9 @@ class Lease:
 
 
 class RefreshLocks:
-    def __init__(self, spark: Any, root: str | None, stale_after: float = STALE_AFTER_SECONDS) -> None:
+    def __init__(
+        self, spark: Any, root: str | None, stale_after: float = STALE_AFTER_SECONDS
+    ) -> None:
         self.fs = FileSystem(spark)
         self.root = root.rstrip("/") + "/_locks" if root else None
         self.stale_after = stale_after

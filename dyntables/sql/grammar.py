@@ -175,14 +175,20 @@ def _alter(ts: TokenStream) -> Statement:
         raise ts.error("expected SUSPEND, RESUME or SET")
     if ts.accept("REFRESH_MODE"):
         ts.accept_punct(TokenType.EQ)
-        return AlterDynamicTable(text=ts.text, name=name, action="SET", refresh_mode=_refresh_mode(ts))
+        return AlterDynamicTable(
+            text=ts.text, name=name, action="SET", refresh_mode=_refresh_mode(ts)
+        )
     if ts.accept("REFRESH"):
         if ts.accept("INTERVAL"):
-            return AlterDynamicTable(text=ts.text, name=name, action="SET", interval_seconds=_interval(ts))
+            return AlterDynamicTable(
+                text=ts.text, name=name, action="SET", interval_seconds=_interval(ts)
+            )
         return AlterDynamicTable(text=ts.text, name=name, action="SET", clear_interval=True)
     if ts.accept("VCLUSTER"):
         return AlterDynamicTable(text=ts.text, name=name, action="SET", vcluster=ts.word().upper())
-    raise ts.error("expected SUSPEND, RESUME, SET REFRESH INTERVAL, SET REFRESH_MODE or SET VCLUSTER")
+    raise ts.error(
+        "expected SUSPEND, RESUME, SET REFRESH INTERVAL, SET REFRESH_MODE or SET VCLUSTER"
+    )
 
 
 @statement("EXPLAIN DYNAMIC TABLE", "EXPLAIN REFRESH DYNAMIC TABLE", "EXPLAIN REFRESH")
@@ -234,7 +240,9 @@ def _interval(ts: TokenStream) -> int:
     try:
         seconds = interval_seconds(amount, unit)
     except KeyError:
-        raise ts.error(f"unknown interval unit '{unit}' (use SECOND, MINUTE, HOUR or DAY)") from None
+        raise ts.error(
+            f"unknown interval unit '{unit}' (use SECOND, MINUTE, HOUR or DAY)"
+        ) from None
     if seconds < 1:
         raise ts.error("the refresh interval must be at least 1 second")
     return seconds

@@ -186,7 +186,12 @@ _PUNCTUATION = {
     TokenType.EQ,
     TokenType.DOT,
 }
-_PUNCT_TEXT = {TokenType.L_PAREN: "(", TokenType.R_PAREN: ")", TokenType.COMMA: ",", TokenType.EQ: "="}
+_PUNCT_TEXT = {
+    TokenType.L_PAREN: "(",
+    TokenType.R_PAREN: ")",
+    TokenType.COMMA: ",",
+    TokenType.EQ: "=",
+}
 
 
 def _clip(text: str, limit: int = 80) -> str:

@@ -49,7 +49,7 @@ def test_missing_java_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_p
 
 def test_old_java_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fake = tmp_path / "java"
-    fake.write_text('#!/bin/sh\necho \'openjdk version "11.0.2" 2019-01-15\' >&2\n')
+    fake.write_text("#!/bin/sh\necho 'openjdk version \"11.0.2\" 2019-01-15' >&2\n")
     fake.chmod(0o755)
     java.check_java.cache_clear()
     monkeypatch.setenv("PATH", str(tmp_path))

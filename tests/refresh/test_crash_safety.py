@@ -47,7 +47,9 @@ def test_failure_at_every_step(lh: Lakehouse, unique, fail_at, shape: str, point
         """
     )
     before = rows(lh.sql(f"SELECT * FROM {dt}"))
-    lh.sql(f"INSERT INTO {src} VALUES ('a', 10), ('d', 4); DELETE FROM {src} WHERE v = 1; UPDATE {src} SET k = 'b' WHERE k = 'c'")
+    lh.sql(
+        f"INSERT INTO {src} VALUES ('a', 10), ('d', 4); DELETE FROM {src} WHERE v = 1; UPDATE {src} SET k = 'b' WHERE k = 'c'"
+    )
     fail_at(point)
     with pytest.raises(faults.InjectedFault):
         lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
@@ -101,7 +103,9 @@ def test_process_killed_mid_refresh(tmp_path: Path, point: str) -> None:
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     subprocess.run([sys.executable, "-c", setup, str(warehouse)], check=True, env=env, timeout=300)
-    killed = subprocess.run([sys.executable, "-c", KILLER, str(warehouse), point], env=env, timeout=300)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLER, str(warehouse), point], env=env, timeout=300
+    )
     assert killed.returncode == 17
     check = textwrap.dedent(
         """

@@ -55,7 +55,9 @@ def test_create_builds_the_table_at_once(lh: Lakehouse, pipeline) -> None:
         "ALTER TABLE {dt} ADD COLUMN x INT",
     ],
 )
-def test_dml_on_a_dynamic_table_is_refused_and_changes_nothing(lh: Lakehouse, pipeline, statement: str) -> None:
+def test_dml_on_a_dynamic_table_is_refused_and_changes_nothing(
+    lh: Lakehouse, pipeline, statement: str
+) -> None:
     _, dt = pipeline
     with pytest.raises(DynamicTableDmlError) as err:
         lh.sql(statement.format(dt=dt))
@@ -63,7 +65,9 @@ def test_dml_on_a_dynamic_table_is_refused_and_changes_nothing(lh: Lakehouse, pi
     assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("a", 3), ("b", 5)]
 
 
-def test_drop_table_on_a_dynamic_table_points_to_drop_dynamic_table(lh: Lakehouse, pipeline) -> None:
+def test_drop_table_on_a_dynamic_table_points_to_drop_dynamic_table(
+    lh: Lakehouse, pipeline
+) -> None:
     _, dt = pipeline
     with pytest.raises(UseDropDynamicTableError, match="DROP DYNAMIC TABLE"):
         lh.sql(f"DROP TABLE {dt}")
@@ -103,11 +107,15 @@ def test_unknown_source_and_bad_sql_leave_nothing_behind(lh: Lakehouse, unique) 
     assert lh.sql(f"SHOW TABLES LIKE '{name}'").count() == 0
 
 
-def test_refresh_mode_incremental_refuses_a_query_without_delta_rules(lh: Lakehouse, pipeline, unique) -> None:
+def test_refresh_mode_incremental_refuses_a_query_without_delta_rules(
+    lh: Lakehouse, pipeline, unique
+) -> None:
     src, _ = pipeline
     name = unique("topn")
     with pytest.raises(IncrementalNotSupportedError, match="LIMIT"):
-        lh.sql(f"CREATE DYNAMIC TABLE {name} REFRESH_MODE = INCREMENTAL AS SELECT * FROM {src} ORDER BY v LIMIT 1")
+        lh.sql(
+            f"CREATE DYNAMIC TABLE {name} REFRESH_MODE = INCREMENTAL AS SELECT * FROM {src} ORDER BY v LIMIT 1"
+        )
     assert lh.sql(f"SHOW TABLES LIKE '{name}'").count() == 0
     # AUTO accepts it, refreshes it FULL and says why
     lh.sql(f"CREATE DYNAMIC TABLE {name} AS SELECT * FROM {src} ORDER BY v LIMIT 1")
@@ -168,7 +176,9 @@ def test_retention_and_time_travel(lh: Lakehouse, pipeline) -> None:
     lh.sql(f"ALTER TABLE {dt} SET PROPERTIES ('data_retention_days'='7')")
     props = dict(lh.sql(f"SHOW TBLPROPERTIES {dt}").collect())
     assert props["history.expire.max-snapshot-age-ms"] == str(7 * 86_400_000)
-    first = lh.sql(f"SELECT snapshot_id FROM public.{dt}.snapshots ORDER BY committed_at").first()[0]
+    first = lh.sql(f"SELECT snapshot_id FROM public.{dt}.snapshots ORDER BY committed_at").first()[
+        0
+    ]
     lh.sql(f"INSERT INTO {src} VALUES ('b', 1)")
     lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
     assert rows(lh.sql(f"SELECT * FROM {dt} VERSION AS OF {first}")) == [("a", 3), ("b", 5)]
@@ -185,7 +195,9 @@ def test_dropped_upstream_records_no_data_keeps_data_and_resumes(lh: Lakehouse, 
     assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("a", 3), ("b", 5)]
     lh.sql(f"CREATE TABLE {src} (k STRING, v INT); INSERT INTO {src} VALUES ('z', 9)")
     refreshed = lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first()
-    assert refreshed.refresh_mode == "FULL"  # a new table: its history does not continue the old one
+    assert (
+        refreshed.refresh_mode == "FULL"
+    )  # a new table: its history does not continue the old one
     assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("z", 9)]
     latest = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
     assert json.loads(latest.stats)["full_reason"] == "SOURCE_REPLACED"
@@ -244,7 +256,11 @@ def test_alter_suspend_resume_and_interval(lh: Lakehouse, pipeline) -> None:
     lh.sql(f"ALTER DYNAMIC TABLE {dt} RESUME")
     lh.sql(f"ALTER DYNAMIC TABLE {dt} SET REFRESH INTERVAL 5 SECOND")
     shown = lh.sql(f"SHOW DYNAMIC TABLES LIKE '{dt}'").first()
-    assert (shown.state, shown.refresh_interval, shown.suspended_reason) == ("ACTIVE", "5 SECOND", None)
+    assert (shown.state, shown.refresh_interval, shown.suspended_reason) == (
+        "ACTIVE",
+        "5 SECOND",
+        None,
+    )
 
 
 def test_show_and_describe(lh: Lakehouse, pipeline) -> None:

@@ -33,7 +33,11 @@ def test_event_tb_walkthrough(lh: Lakehouse, unique) -> None:
     assert lh.sql(f"SELECT count(*) FROM {gettime}").first()[0] == 4
     lh.sql(f"INSERT INTO {src} VALUES ('event-0', 20.0, TIMESTAMP '2024-01-20 14:43:13')")
     refreshed = lh.sql(f"REFRESH DYNAMIC TABLE {gettime}").first()
-    assert (refreshed.state, refreshed.refresh_mode, refreshed.rows_inserted) == ("SUCCEED", "INCREMENTAL", 1)
+    assert (refreshed.state, refreshed.refresh_mode, refreshed.rows_inserted) == (
+        "SUCCEED",
+        "INCREMENTAL",
+        1,
+    )
 
     latest = _history(lh, gettime)[0]
     assert latest.state == "SUCCEED"
@@ -41,7 +45,9 @@ def test_event_tb_walkthrough(lh: Lakehouse, unique) -> None:
     assert latest.refresh_trigger == "MANUAL"
     assert json.loads(latest.stats)["rows_inserted"] == "1"
     assert json.loads(latest.stats)["rows_deleted"] == "0"
-    assert json.loads(latest.source_tables) == [{"schema": "public", "table_name": src, "workspace": lh.catalog}]
+    assert json.loads(latest.source_tables) == [
+        {"schema": "public", "table_name": src, "workspace": lh.catalog}
+    ]
 
     lh.sql(f"REFRESH DYNAMIC TABLE {minute}")
     assert rows(lh.sql(f"SELECT * FROM {minute} WHERE event = 'event-0'")) == [
@@ -52,7 +58,11 @@ def test_event_tb_walkthrough(lh: Lakehouse, unique) -> None:
 
 def test_dws_category_sales_quick_example(lh: Lakehouse, unique) -> None:
     """Seed 003: the printed result Electronics 2/5, Clothing 1/5."""
-    orders, products, dws = unique("ods_orders"), unique("ods_products"), unique("dws_category_sales")
+    orders, products, dws = (
+        unique("ods_orders"),
+        unique("ods_products"),
+        unique("dws_category_sales"),
+    )
     lh.sql(
         f"""
         CREATE TABLE IF NOT EXISTS {orders} ( order_id BIGINT, product_id BIGINT, quantity INT, created_at TIMESTAMP );
@@ -74,4 +84,7 @@ def test_dws_category_sales_quick_example(lh: Lakehouse, unique) -> None:
     assert lh.sql(f"SELECT count(*) FROM public.{dws}.snapshots").first()[0] == before
     history = _history(lh, dws)
     assert [h.refresh_mode for h in history[:3]] == ["NO_DATA", "NO_DATA", "FULL"]
-    assert history[-1].refresh_mode == "FULL" and json.loads(history[-1].stats)["full_reason"] == "INITIAL_BUILD"
+    assert (
+        history[-1].refresh_mode == "FULL"
+        and json.loads(history[-1].stats)["full_reason"] == "INITIAL_BUILD"
+    )

@@ -38,7 +38,9 @@ from dyntables.sql.statements import (
         ("create dynamic table x refresh interval 1 second vcluster etl as select 1", 1, "ETL"),
     ],
 )
-def test_create_dynamic_table_seed_spellings(text: str, interval: int | None, vcluster: str) -> None:
+def test_create_dynamic_table_seed_spellings(
+    text: str, interval: int | None, vcluster: str
+) -> None:
     stmt = parse_statement(text)
     assert isinstance(stmt, CreateDynamicTable)
     assert stmt.interval_seconds == interval
@@ -74,7 +76,10 @@ def test_create_query_keeps_semicolon_free_raw_text() -> None:
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("CREATE DYNAMIC TABLE t REFRESH INTERVAL 5 FORTNIGHT AS SELECT 1", "unknown interval unit"),
+        (
+            "CREATE DYNAMIC TABLE t REFRESH INTERVAL 5 FORTNIGHT AS SELECT 1",
+            "unknown interval unit",
+        ),
         ("CREATE DYNAMIC TABLE t REFRESH_MODE = SOMETIMES AS SELECT 1", "unknown REFRESH_MODE"),
         ("CREATE DYNAMIC TABLE t SELECT 1", "unknown dynamic table option"),
         ("CREATE DYNAMIC TABLE t AS", "expected a SELECT"),
@@ -94,7 +99,9 @@ def test_other_dynamic_table_statements() -> None:
     )
     show = parse_statement("SHOW DYNAMIC TABLES LIKE 'dws%'")
     assert isinstance(show, ShowDynamicTables) and show.like == "dws%"
-    hist = parse_statement("SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = 'my_dy' AND state <> 'x' LIMIT 10")
+    hist = parse_statement(
+        "SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = 'my_dy' AND state <> 'x' LIMIT 10"
+    )
     assert isinstance(hist, ShowRefreshHistory)
     assert hist.where == "name = 'my_dy' AND state <> 'x'" and hist.limit == 10
     desc = parse_statement("DESC DYNAMIC TABLE t EXTENDED")
@@ -107,7 +114,9 @@ def test_other_dynamic_table_statements() -> None:
     assert isinstance(alter, AlterDynamicTable) and alter.interval_seconds == 1800
     assert parse_statement("ALTER DYNAMIC TABLE t SUSPEND").action == "SUSPEND"  # type: ignore[attr-defined]
     props = parse_statement("ALTER TABLE dws SET PROPERTIES ('data_retention_days'='7')")
-    assert isinstance(props, SetTableProperties) and props.properties == (("data_retention_days", "7"),)
+    assert isinstance(props, SetTableProperties) and props.properties == (
+        ("data_retention_days", "7"),
+    )
     assert isinstance(parse_statement("EXPLAIN DYNAMIC TABLE t"), ExplainDynamicTable)
     assert isinstance(parse_statement("EXPLAIN REFRESH t"), ExplainDynamicTable)
 
@@ -129,7 +138,9 @@ def test_other_dynamic_table_statements() -> None:
         ("ALTER TABLE t ADD COLUMN c INT", "ALTER", ("t",)),
     ],
 )
-def test_pass_through_statements_know_what_they_write(text: str, verb: str | None, target: tuple | None) -> None:
+def test_pass_through_statements_know_what_they_write(
+    text: str, verb: str | None, target: tuple | None
+) -> None:
     stmt = parse_statement(text)
     assert isinstance(stmt, SparkStatement)
     assert stmt.text == text

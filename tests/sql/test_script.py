@@ -21,7 +21,10 @@ def test_empty_and_comment_only_scripts_have_no_statements() -> None:
 
 
 def test_escaped_quote_inside_string() -> None:
-    assert split_statements(r"SELECT 'it\'s; fine'; SELECT 2") == [r"SELECT 'it\'s; fine'", "SELECT 2"]
+    assert split_statements(r"SELECT 'it\'s; fine'; SELECT 2") == [
+        r"SELECT 'it\'s; fine'",
+        "SELECT 2",
+    ]
 
 
 def test_is_complete_waits_for_the_terminator() -> None:
