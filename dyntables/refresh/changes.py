@@ -47,6 +47,10 @@ class Capture:
     reason: str | None = None
     changed_rows: int = 0  # estimate from snapshot summaries (no job)
     total_rows: int = 0
+    # rows the capture reads from the source's files, from snapshot summaries (no job):
+    # added files for an append; removed and added files for a changelog (copy-on-write
+    # rewrites show here); both versions whole for a snapshot diff
+    read_rows: int = 0
 
 
 def _delete_files(summary: dict[str, str] | Any) -> bool:
@@ -104,7 +108,7 @@ def plan_capture(
     newest = table.snapshot(new.snapshot)
     total = int(newest.summary.get("total-records", "0")) if newest else 0
     if old.snapshot is None:
-        return Capture(INITIAL, changed_rows=total, total_rows=total)
+        return Capture(INITIAL, changed_rows=total, total_rows=total, read_rows=total)
     start = table.snapshot(old.snapshot)
     if start is None:
         # expired (expire_snapshots) or rolled away: the newer snapshots' parent ids still
@@ -127,12 +131,13 @@ def plan_capture(
         for s in chain
     )
     if all(s.operation == "append" for s in chain):
-        return Capture(APPEND, changed_rows=changed, total_rows=total)
+        return Capture(APPEND, changed_rows=changed, total_rows=total, read_rows=changed)
+    both = total + int(start.summary.get("total-records", "0") or 0)
     if any(_delete_files(s.summary) for s in chain) or _delete_files(start.summary):
-        return Capture(SNAPSHOT_DIFF, changed_rows=changed, total_rows=total)
+        return Capture(SNAPSHOT_DIFF, changed_rows=changed, total_rows=total, read_rows=both)
     if _column_names(table) & CHANGELOG_METADATA:  # the changelog view cannot be built
-        return Capture(SNAPSHOT_DIFF, changed_rows=changed, total_rows=total)
-    return Capture(CHANGELOG, changed_rows=changed, total_rows=total)
+        return Capture(SNAPSHOT_DIFF, changed_rows=changed, total_rows=total, read_rows=both)
+    return Capture(CHANGELOG, changed_rows=changed, total_rows=total, read_rows=changed)
 
 
 def read_changes(

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from dyntables.catalog.iceberg import load_table
 from dyntables.ivm import aggregate as agg
-from dyntables.ivm.rules import NEW, Materialized, Renderer
+from dyntables.ivm.rules import NEW, Materialized, Renderer, keeps_inserts_positive
 from dyntables.ivm.sqlb import select, sub
 from dyntables.plan.build import Plan
 from dyntables.refresh import faults
-from dyntables.refresh.apply import REWRITE_MAX_ROWS, Applied, apply_delta
+from dyntables.refresh.apply import REWRITE_MAX_ROWS, Applied, append_delta, apply_delta
 from dyntables.refresh.changes import APPEND, INITIAL, NONE, Capture, read_changes
 from dyntables.refresh.compiled import (
     BoundSources,
@@ -75,9 +75,8 @@ def incremental_refresh(
             df.createOrReplaceTempView(view)
             views.append(view)
             delta_views[source] = view
-            # appends: the snapshot summaries already say how many rows were added (no job)
-            exact = capture.method in (APPEND, INITIAL)
-            ctx.stats[f"rows_read.{_short(source)}"] = capture.changed_rows if exact else df.count()
+            # what the capture reads, from snapshot summaries: a count would be a job
+            ctx.stats[f"rows_read.{_short(source)}"] = capture.read_rows
         faults.reach("after_read_changes")
         sources = BoundSources(
             spark,
@@ -182,7 +181,13 @@ def incremental_refresh(
         faults.reach("after_compute")
         delta_sql = delta_output_sql(plan, renderer, columns)
         applied = Applied(0, 0)
-        if delta_sql is not None:
+        if delta_sql is not None and _inserts_only(plan, captures):
+            append_delta(spark, ctx.dt.name.sql(), columns, delta_sql)
+            staged = load_table(spark, ctx.dt.name)
+            snap = staged.staged_snapshot(ctx.job_id) if staged is not None else None
+            added = int(snap.summary.get("added-records", "0") or 0) if snap else 0
+            applied = Applied(added, 0)
+        elif delta_sql is not None:
             applied = apply_delta(
                 spark, ctx.dt.name.sql(), columns, delta_sql, prefix, ctx.table.total_records()
             )
@@ -197,6 +202,13 @@ def incremental_refresh(
             df.unpersist()
         for view in views:
             spark.catalog.dropTempView(view)
+
+
+def _inserts_only(plan: Plan, captures: Mapping[str, Capture]) -> bool:
+    """Every source only gained rows and the plan keeps them positive: append the delta."""
+    return keeps_inserts_positive(plan.root) and all(
+        c.method in (APPEND, INITIAL, NONE) for c in captures.values()
+    )
 
 
 def _is_sum_flag(node: Any, flag: str) -> bool:
