@@ -54,6 +54,11 @@ class SnapshotInfo:
     def wap_id(self) -> str | None:
         return self.summary.get("wap.id")
 
+    @property
+    def adds_nothing(self) -> bool:
+        """An append of no rows (Spark commits one for an INSERT of an empty result)."""
+        return self.operation == "append" and int(self.summary.get("added-records", "0")) == 0
+
 
 class IcebergTable:
     """A loaded Iceberg table (a fresh metadata read each time it is loaded)."""

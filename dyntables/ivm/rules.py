@@ -344,3 +344,15 @@ DELTA_RULES: dict[type, Callable[..., exp.Query | None]] = {
     Aggregate: _delta_aggregate,
     Window: _delta_window,
 }
+
+
+def keeps_inserts_positive(node: Node) -> bool:
+    """True when inserts into the sources can only insert rows here: every operator below
+    is a scan, filter, projection, UNION ALL or inner join, whose deltas take their
+    weights from the input deltas. Then a refresh over insert-only changes can append
+    its delta without consolidating it (nothing can cancel or go negative)."""
+    if isinstance(node, Join) and node.kind != "inner":
+        return False
+    if not isinstance(node, (Scan, Filter, Project, UnionAll, Join)):
+        return False
+    return all(keeps_inserts_positive(child) for child in node.children)

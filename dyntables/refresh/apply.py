@@ -84,6 +84,18 @@ def apply_delta(
         consolidated.unpersist()
 
 
+def append_delta(spark: Any, table_sql: str, columns: list[str], delta_sql: str) -> None:
+    """Append a delta known to hold only positive weights (see
+    :func:`dyntables.ivm.rules.keeps_inserts_positive`): one job, no consolidation, no
+    count (the staged snapshot's summary says how many rows were added)."""
+    cols = ", ".join(_q(c) for c in columns)
+    i = _helper("__i", columns)
+    spark.sql(
+        f"INSERT INTO {table_sql} SELECT {cols} FROM "
+        f"(SELECT *, explode(sequence(1, {W})) AS {i} FROM ({delta_sql}) _d) _x"
+    )
+
+
 def _checked_count(expr: exp.Expr) -> str:
     return exp.If(
         this=exp.LT(this=expr, expression=exp.Literal.number(0)),

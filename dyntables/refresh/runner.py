@@ -173,6 +173,8 @@ class Refresher:
             staged = load_table(self.spark, dt.name)
             assert staged is not None
             snapshot = staged.staged_snapshot(job_id)
+            if snapshot is not None and snapshot.adds_nothing:
+                snapshot = None  # publishing it would show downstream a change of nothing
             if snapshot is not None and snapshot.parent_id != staged.current_snapshot_id():
                 raise RefreshConflictError(
                     f"dynamic table {dt.name} changed while it was being refreshed; the refresh was discarded"
