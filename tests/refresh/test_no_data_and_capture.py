@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from dyntables import Lakehouse
+from dyntables.catalog.iceberg import load_table
 from tests.oracle import assert_oracle
 
 
@@ -97,3 +98,50 @@ def test_capture_paths_append_changelog_and_merge_on_read(lh: Lakehouse, unique)
     )
     assert stats[f"capture.{mor}"] == "snapshot_diff"
     assert_oracle(lh, dt)
+
+
+def _current(lh: Lakehouse, table: str) -> int | None:
+    return load_table(lh.spark, lh.qualify(table)).current_snapshot_id()
+
+
+def test_inserts_through_a_join_are_appended_and_an_empty_append_is_not_published(
+    lh: Lakehouse, unique
+) -> None:
+    o, p, dwd, dws = unique("o"), unique("p"), unique("dwd"), unique("dws")
+    lh.sql(
+        f"""
+        CREATE TABLE {o} (id INT, pid INT, status STRING);
+        CREATE TABLE {p} (pid INT, cat STRING);
+        INSERT INTO {p} VALUES (1, 'A'), (2, 'B');
+        INSERT INTO {o} VALUES (1, 1, 'done'), (2, 2, 'done');
+        CREATE DYNAMIC TABLE {dwd} AS SELECT o.id, p.cat FROM {o} o JOIN {p} p ON o.pid = p.pid
+          WHERE o.status = 'done';
+        CREATE DYNAMIC TABLE {dws} AS SELECT cat, COUNT(*) AS n FROM {dwd} GROUP BY cat
+        """
+    )
+    # new rows on both sides of the join, one of them twice: appended as they are
+    lh.sql(
+        f"INSERT INTO {p} VALUES (3, 'C'); INSERT INTO {o} VALUES (3, 3, 'done'), (3, 3, 'done'), (4, 1, 'done')"
+    )
+    refreshed = lh.sql(f"REFRESH DYNAMIC TABLE {dwd}").first()
+    assert (refreshed.refresh_mode, refreshed.rows_inserted, refreshed.rows_deleted) == (
+        "INCREMENTAL",
+        3,
+        0,
+    )
+    assert_oracle(lh, dwd)
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dws}").first().refresh_mode == "INCREMENTAL"
+    assert_oracle(lh, dws)
+    # rows the filter drops: the refresh appends nothing, commits nothing visible, and
+    # the layer below has nothing to do
+    before = _current(lh, dwd)
+    lh.sql(f"INSERT INTO {o} VALUES (5, 1, 'cancelled')")
+    refreshed = lh.sql(f"REFRESH DYNAMIC TABLE {dwd}").first()
+    assert (refreshed.refresh_mode, refreshed.rows_inserted) == ("INCREMENTAL", 0)
+    assert _current(lh, dwd) == before
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dws}").first().refresh_mode == "NO_DATA"
+    # a delete is not an append: the consolidating path takes over, exactly
+    lh.sql(f"DELETE FROM {o} WHERE id = 3")
+    refreshed = lh.sql(f"REFRESH DYNAMIC TABLE {dwd}").first()
+    assert (refreshed.refresh_mode, refreshed.rows_deleted) == ("INCREMENTAL", 2)
+    assert_oracle(lh, dwd)
