@@ -5,7 +5,10 @@ pipeline against INSERT OVERWRITE and a hand-written MERGE job, then tables and 
     make bench ARGS="--orders 1M,10M --changes 0.01,0.1,1,10"
     make bench ARGS="--orders 100M ..."          # optional, needs time and disk
 
-Arguments go to ``bench.pipeline``; results and plots land in ``bench/results/``.
+    make bench ARGS="tpch --sf 0.1 --rounds 3"   # the TPC-H workload instead (bench.tpch)
+
+Arguments go to ``bench.pipeline``; results and plots land in ``bench/results/``. The
+TPC-H workload is not part of the default run: it needs minutes even at SF 0.1.
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from bench import floor, pipeline, report
+from bench import floor, pipeline, report, tpch
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["tpch"]:
+        return tpch.main(argv[1:])
     floor.main(["--rounds", "10"])
     pipeline.main(argv)
     newest = max(Path("bench/results").glob("pipeline-*.json"), key=lambda p: p.stat().st_mtime)
