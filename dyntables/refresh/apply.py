@@ -16,18 +16,31 @@ from sqlglot import exp
 
 from dyntables.ivm.sqlb import W, null_safe_eq_all, raise_error
 
-INCONSISTENT = "dyntables: dynamic table and delta disagree"
+DYNTABLES_PREFIX = "dyntables: "  # an error with it falls back to FULL (planner.py)
+INCONSISTENT = f"{DYNTABLES_PREFIX}dynamic table and delta disagree"
 
 # Up to this many rows, a table that loses rows is rewritten whole in one job instead of
 # MERGEd: a MERGE costs several jobs plus a join against the table, a rewrite of a small
 # table (an aggregate, a leaderboard) costs one.
 REWRITE_MAX_ROWS = 200_000
 
+# Up to this many rows, a table is rewritten whatever its delta, in a single job that
+# also counts the rows inserted and deleted (observed metrics): no consolidation job, no
+# count job. Reading and writing this many rows costs less than the job it saves.
+SINGLE_JOB_MAX_ROWS = 50_000
+
+# how long to wait for a finished write's observed counts (they arrive through Spark's
+# listener bus, normally within milliseconds)
+OBSERVED_TIMEOUT_S = 60.0
+
 
 @dataclass(frozen=True)
 class Applied:
     rows_inserted: int
     rows_deleted: int
+    # the table was rewritten with the rows it had: its staged snapshot must not be
+    # published (downstream would see a change of nothing)
+    unchanged: bool = False
 
 
 def _q(name: str) -> str:
@@ -51,6 +64,8 @@ def apply_delta(
     view_prefix: str,
     table_rows: int | None = None,
 ) -> Applied:
+    if table_rows is not None and table_rows <= SINGLE_JOB_MAX_ROWS:
+        return _rewrite_counted(spark, table_sql, columns, delta_sql, view_prefix)
     cols = ", ".join(_q(c) for c in columns)
     i = _helper("__i", columns)
     consolidated = spark.sql(
@@ -62,10 +77,12 @@ def apply_delta(
     try:
         view = f"{view_prefix}_apply"
         consolidated.createOrReplaceTempView(view)
-        row = spark.sql(
+        # collect, not first(): first() is a take(1), which runs a job on one partition
+        # and then a second one for the rest
+        (row,) = spark.sql(
             f"SELECT COALESCE(SUM(IF({W} > 0, {W}, 0)), 0) AS ins, COALESCE(SUM(IF({W} < 0, -{W}, 0)), 0) AS del, "
             f"COUNT_IF({W} < 0) AS neg_values FROM {view}"
-        ).first()
+        ).collect()
         inserted, deleted, negatives = int(row["ins"]), int(row["del"]), int(row["neg_values"])
         if inserted == 0 and deleted == 0:
             return Applied(0, 0)
@@ -117,6 +134,56 @@ def _rewrite(spark: Any, table_sql: str, columns: list[str], view: str) -> None:
         f"INSERT OVERWRITE {table_sql} SELECT {cols} FROM (SELECT *, explode(sequence(1, {m})) AS {i} FROM "
         f"(SELECT {cols}, {checked} AS {m} FROM ({counted}) _c) _k WHERE {m} > 0) _e"
     )
+
+
+def _rewrite_counted(
+    spark: Any, table_sql: str, columns: list[str], delta_sql: str, view_prefix: str
+) -> Applied:
+    """New contents = current rows + delta, counted per value, in one overwrite that
+    also reports (as observed metrics) how many copies the delta added and removed."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    cols = ", ".join(_q(c) for c in columns)
+    n, d, m, i = (_helper(h, columns) for h in ("_n", "_d", "_m", "__i"))
+    counted = spark.sql(
+        f"SELECT {cols}, SUM({n}) AS {n}, SUM({d}) AS {d} FROM ("
+        f"SELECT {cols}, CAST(1 AS BIGINT) AS {n}, CAST(0 AS BIGINT) AS {d} FROM {table_sql} "
+        f"UNION ALL SELECT {cols}, CAST(0 AS BIGINT), CAST({W} AS BIGINT) FROM ({delta_sql}) _x"
+        f") _u GROUP BY {cols}"
+    )
+    observation = Observation(f"{view_prefix}_counts")
+    counted = counted.observe(
+        observation,
+        F.expr(f"COALESCE(SUM(IF({d} > 0, {d}, 0)), 0)").alias("ins"),
+        F.expr(f"COALESCE(SUM(IF({d} < 0, -{d}, 0)), 0)").alias("del"),
+    )
+    view = f"{view_prefix}_counted"
+    counted.createOrReplaceTempView(view)
+    try:
+        checked = _checked_count(exp.Add(this=exp.column(n), expression=exp.column(d)))
+        spark.sql(
+            f"INSERT OVERWRITE {table_sql} SELECT {cols} FROM (SELECT *, explode(sequence(1, {m})) AS {i} FROM "
+            f"(SELECT {cols}, {checked} AS {m} FROM {view}) _k WHERE {m} > 0) _e"
+        )
+    finally:
+        spark.catalog.dropTempView(view)
+    counts = _observed(observation)
+    inserted, deleted = int(counts["ins"]), int(counts["del"])
+    return Applied(inserted, deleted, unchanged=inserted == 0 and deleted == 0)
+
+
+def _observed(observation: Any) -> dict[str, Any]:
+    """The observation's metrics; Spark's own ``get`` waits for ever if they never come."""
+    import threading
+
+    out: dict[str, Any] = {}
+    waiter = threading.Thread(target=lambda: out.update(observation.get), daemon=True)
+    waiter.start()
+    waiter.join(OBSERVED_TIMEOUT_S)
+    if not out:
+        raise RuntimeError(f"{DYNTABLES_PREFIX}the rewrite's row counts were not reported")
+    return out
 
 
 def _merge(spark: Any, table_sql: str, columns: list[str], view: str) -> None:

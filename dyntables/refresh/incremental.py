@@ -4,14 +4,17 @@ WAP-staged; the runner publishes state tables, then the table (the commit point)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
 
 from dyntables.catalog.iceberg import load_table
 from dyntables.ivm import aggregate as agg
 from dyntables.ivm.rules import NEW, Materialized, Renderer, keeps_inserts_positive
-from dyntables.ivm.sqlb import select, sub
+from dyntables.ivm.sqlb import alias, raise_error, select, sub
 from dyntables.plan.build import Plan
+from dyntables.plan.ops import Aggregate, Filter, Project
 from dyntables.refresh import faults
 from dyntables.refresh.apply import REWRITE_MAX_ROWS, Applied, append_delta, apply_delta
 from dyntables.refresh.changes import APPEND, INITIAL, NONE, Capture, read_changes
@@ -87,6 +90,9 @@ def incremental_refresh(
         renderer = Renderer(sources)
         sources.renderer = renderer
         publish_first: list[tuple[TableName, int]] = []
+        writes: list[_StateWrite] = []
+        deferred: _StateWrite | None = None
+        last_write_free = under_rowwise_root(plan)
         for key, node in aggregate_nodes(plan):
             info = states[key]
             name = _table_name(info)
@@ -161,47 +167,123 @@ def incremental_refresh(
                 ctx.stats[f"{key}.minmax_recomputed_groups"] = patched.where(
                     " OR ".join(flags)
                 ).count()
-            state_table = load_table(spark, name)
-            state_rows = state_table.total_records() if state_table is not None else None
-            if state_rows is not None and state_rows <= REWRITE_MAX_ROWS:
-                spark.sql(agg.rewrite_statement(node, name.sql(), change_view))
+            write = _StateWrite(spark, ctx.job_id, key, node, name, before, change_view)
+            out = select(["*"], sub(agg.output_delta_sql(node, change_view, averages)))
+            if node is last_write_free:
+                # nothing above reads this aggregate's new state, only its delta: its
+                # state is written while the table is (see _apply_beside)
+                deferred = write
+                new_rel = exp.select(alias(raise_error(f"{UNWRITTEN} {name}"), "_unwritten"))
             else:
-                spark.sql(agg.merge_statement(node, name.sql(), change_view))
-            staged = load_table(spark, name)
-            snap = staged.staged_snapshot(ctx.job_id) if staged is not None else None
-            after = snap.snapshot_id if snap is not None else before
-            if snap is not None:
-                publish_first.append((name, snap.snapshot_id))
-            states[key] = {"table": str(name), "snapshot": after}
-            new_rel = agg.finalized(node, select(["*"], table_ref(name, after)), averages)
-            out = agg.output_delta_sql(node, change_view, averages)
-            renderer.materialized[id(node)] = Materialized(
-                old_rel, new_rel, select(["*"], sub(out))
-            )
+                write.run()
+                new_rel = agg.finalized(node, select(["*"], table_ref(name, write.after)), averages)
+            renderer.materialized[id(node)] = Materialized(old_rel, new_rel, out)
+            writes.append(write)
         faults.reach("after_compute")
         delta_sql = delta_output_sql(plan, renderer, columns)
-        applied = Applied(0, 0)
-        if delta_sql is not None and _inserts_only(plan, captures):
-            append_delta(spark, ctx.dt.name.sql(), columns, delta_sql)
-            staged = load_table(spark, ctx.dt.name)
-            snap = staged.staged_snapshot(ctx.job_id) if staged is not None else None
-            added = int(snap.summary.get("added-records", "0") or 0) if snap else 0
-            applied = Applied(added, 0)
-        elif delta_sql is not None:
-            applied = apply_delta(
-                spark, ctx.dt.name.sql(), columns, delta_sql, prefix, ctx.table.total_records()
-            )
+
+        def apply() -> Applied:
+            if delta_sql is not None and _inserts_only(plan, captures):
+                append_delta(spark, ctx.dt.name.sql(), columns, delta_sql)
+                staged = load_table(spark, ctx.dt.name)
+                snap = staged.staged_snapshot(ctx.job_id) if staged is not None else None
+                added = int(snap.summary.get("added-records", "0") or 0) if snap else 0
+                return Applied(added, 0)
+            if delta_sql is not None:
+                return apply_delta(
+                    spark, ctx.dt.name.sql(), columns, delta_sql, prefix, ctx.table.total_records()
+                )
+            return Applied(0, 0)
+
+        applied = _apply_beside(apply, deferred)
+        for write in writes:
+            if write.staged is not None:
+                publish_first.append((write.name, write.staged))
+            states[write.key] = {"table": str(write.name), "snapshot": write.after}
         return WriteResult(
             applied.rows_inserted,
             applied.rows_deleted,
             state_tables=states,
             publish_first=publish_first,
+            unchanged=applied.unchanged,
         )
     finally:
         for df in cached:
             df.unpersist()
         for view in views:
             spark.catalog.dropTempView(view)
+
+
+UNWRITTEN = "dyntables: internal error: read the new state before it was written:"
+
+
+class _StateWrite:
+    """One aggregate's state update (rewrite of a small state, MERGE of a large one),
+    WAP-staged; ``after`` is the state snapshot the table will reflect."""
+
+    def __init__(
+        self,
+        spark: Any,
+        job_id: str,
+        key: str,
+        node: Aggregate,
+        name: TableName,
+        before: int | None,
+        change_view: str,
+    ) -> None:
+        self.spark, self.job_id, self.key, self.node, self.name = spark, job_id, key, node, name
+        self.change_view = change_view
+        self.after = before
+        self.staged: int | None = None
+
+    def run(self) -> None:
+        table = load_table(self.spark, self.name)
+        rows = table.total_records() if table is not None else None
+        if rows is not None and rows <= REWRITE_MAX_ROWS:
+            self.spark.sql(agg.rewrite_statement(self.node, self.name.sql(), self.change_view))
+        else:
+            self.spark.sql(agg.merge_statement(self.node, self.name.sql(), self.change_view))
+        staged = load_table(self.spark, self.name)
+        snap = staged.staged_snapshot(self.job_id) if staged is not None else None
+        if snap is not None:
+            self.staged = self.after = snap.snapshot_id
+
+
+def under_rowwise_root(plan: Plan) -> Aggregate | None:
+    """The aggregate under the root's projections and filters (HAVING, computed output
+    columns): their delta rules read only its delta, never its new state, so its state
+    can be written while the table is."""
+    node = plan.root
+    while isinstance(node, Project | Filter):
+        node = node.child
+    return node if isinstance(node, Aggregate) else None
+
+
+def _apply_beside(apply: Callable[[], Applied], state: _StateWrite | None) -> Applied:
+    """Write the table, and the state nothing else waits for in a second thread: the two
+    writes are independent (both read the cached change), so their planning, jobs and
+    commits overlap. Both finish before this returns, whichever fails."""
+    if state is None:
+        return apply()
+    from pyspark import InheritableThread  # keeps the refresh's job group and pool
+
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            state.run()
+        except BaseException as exc:  # re-raised in the refresh's thread
+            failure.append(exc)
+
+    writer = InheritableThread(target=run, name=f"state {state.name}")
+    writer.start()
+    try:
+        applied = apply()
+    finally:
+        writer.join()
+    if failure:
+        raise failure[0]
+    return applied
 
 
 def _inserts_only(plan: Plan, captures: Mapping[str, Capture]) -> bool:

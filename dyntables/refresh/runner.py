@@ -75,6 +75,8 @@ class WriteResult:
     # set when the executor changed its mind (e.g. INCREMENTAL fell back to FULL)
     mode: str | None = None
     reason: str | None = None
+    # the table's staged snapshot holds the rows it had (a rewrite that changed nothing)
+    unchanged: bool = False
 
 
 Executor = Callable[[RefreshContext], WriteResult]
@@ -173,7 +175,7 @@ class Refresher:
             staged = load_table(self.spark, dt.name)
             assert staged is not None
             snapshot = staged.staged_snapshot(job_id)
-            if snapshot is not None and snapshot.adds_nothing:
+            if snapshot is not None and (snapshot.adds_nothing or result.unchanged):
                 snapshot = None  # publishing it would show downstream a change of nothing
             if snapshot is not None and snapshot.parent_id != staged.current_snapshot_id():
                 raise RefreshConflictError(
