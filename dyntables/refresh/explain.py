@@ -6,16 +6,26 @@ Source deltas and aggregate state appear under symbolic view names (``delta(orde
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
 from dyntables.catalog.definition import DynamicTableDef, RefreshState
 from dyntables.catalog.iceberg import load_table
-from dyntables.ivm.rules import Materialized, Renderer
+from dyntables.ivm import aggregate as agg
+from dyntables.ivm.rules import Materialized, Renderer, keeps_inserts_positive
 from dyntables.ivm.sqlb import select
+from dyntables.plan.build import Plan
 from dyntables.plan.ops import Aggregate, Join, Node, Window
-from dyntables.refresh.compiled import BoundSources, aggregate_nodes, delta_output_sql
+from dyntables.refresh.apply import REWRITE_MAX_ROWS, SINGLE_JOB_MAX_ROWS
+from dyntables.refresh.compiled import (
+    BoundSources,
+    aggregate_nodes,
+    delta_output_sql,
+    table_ref,
+)
+from dyntables.refresh.incremental import under_rowwise_root
+from dyntables.sql.tokens import TableName
 
 if TYPE_CHECKING:
     from dyntables.refresh.planner import Planner
@@ -114,6 +124,56 @@ def explain(planner: Planner, dt: DynamicTableDef) -> list[tuple[str, str]]:
                     f"{src}: last refresh read snapshot {version.snapshot}, now {current.get(src)}",
                 )
             )
+    if state is not None:
+        rows += _state_stages(spark, plan, renderer, state)
     sql = delta_output_sql(plan, renderer, compiled.columns or list(plan.output_names))
     rows.append(("delta sql", sql or "(no source can change)"))
+    rows.append(("apply", _apply_rule(plan, table.total_records() if table else None)))
     return rows
+
+
+def _state_stages(
+    spark: Any, plan: Plan, renderer: Renderer, state: RefreshState
+) -> list[tuple[str, str]]:
+    """Each aggregate's stages: the old and new state of the groups its input's delta
+    touches (``aggN_change``), and the -old/+new rows it emits from them."""
+    rows: list[tuple[str, str]] = []
+    for key, node in aggregate_nodes(plan):
+        info = state.state_tables.get(key)
+        child_delta = renderer.delta(node.child)
+        if info is None or child_delta is None:
+            continue
+        name = TableName(tuple(str(info["table"]).split(".")))
+        snapshot = info.get("snapshot")
+        old = select(["*"], table_ref(name, None if snapshot is None else int(str(snapshot))))
+        try:
+            fields = spark.table(name.sql()).schema.fields
+        except Exception:  # a dropped state table: the next refresh rebuilds (FULL)
+            rows.append((f"{key} state", f"{name} is missing: the next refresh is FULL"))
+            continue
+        types = {f.name: f.dataType.simpleString() for f in fields}
+        distinct = {j: f"{key}_d{j}_delta" for j, _ in agg.distinct_calls(node)}
+        change = agg.change_sql(node, child_delta, old, types, distinct)
+        rows.append((f"{key} change", change.sql("spark")))
+        rows.append((f"{key} delta", agg.output_delta_sql(node, f"{key}_change", {}).sql("spark")))
+    return rows
+
+
+def _apply_rule(plan: Plan, table_rows: int | None) -> str:
+    """How the delta reaches the table (see dyntables/refresh/apply.py)."""
+    parts = []
+    if keeps_inserts_positive(plan.root):
+        parts.append("appended in one job when every source only gained rows; otherwise")
+    if table_rows is not None and table_rows <= SINGLE_JOB_MAX_ROWS:
+        parts.append(
+            f"small table ({table_rows} rows): rewritten with the delta in one job that"
+            " counts the rows inserted and deleted"
+        )
+    else:
+        large = (
+            "rewritten" if table_rows is not None and table_rows <= REWRITE_MAX_ROWS else "MERGEd"
+        )
+        parts.append(f"consolidated and counted; appended when it only inserts, else {large}")
+    if under_rowwise_root(plan) is not None:
+        parts.append("(the aggregate's state is written beside the table)")
+    return " ".join(parts)

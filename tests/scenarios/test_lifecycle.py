@@ -280,6 +280,9 @@ def test_show_and_describe(lh: Lakehouse, pipeline) -> None:
     explained = dict((r.item, r.detail) for r in lh.sql(f"EXPLAIN DYNAMIC TABLE {dt}").collect())
     assert explained["decision"] == "INCREMENTAL"
     assert "delta sql" in explained
+    # the aggregate's own stages over its state, and how the delta reaches the table
+    assert "agg0_change" in explained["agg0 delta"] and "o___cnt" in explained["agg0 change"]
+    assert "small table" in explained["apply"]
 
 
 def test_a_failed_refresh_is_in_history_and_loses_nothing(lh: Lakehouse, unique) -> None:
