@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from dyntables.catalog.definition import DynamicTableDef, RefreshState, SourceVersion
 from dyntables.catalog.iceberg import IcebergTable, load_table
+from dyntables.engine.metrics import input_rows
 from dyntables.errors import DynTablesError, RefreshConflictError, RefreshFailedError
 from dyntables.refresh import faults
 from dyntables.refresh.history import (
@@ -171,6 +172,9 @@ class Refresher:
             )
             result = executor(ctx)
             mode, reason = result.mode or mode, result.reason if result.mode else reason
+            read = input_rows(session, job_id)
+            if read is not None:
+                ctx.stats["input_rows"] = read
             faults.reach("after_write")
             staged = load_table(self.spark, dt.name)
             assert staged is not None

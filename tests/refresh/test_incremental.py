@@ -3,6 +3,8 @@ the rows that really changed, group by group."""
 
 from __future__ import annotations
 
+import json
+
 from dyntables import Lakehouse
 from dyntables.catalog.iceberg import load_table
 from tests.oracle import assert_oracle
@@ -68,9 +70,7 @@ def test_aggregate_counts_only_the_groups_whose_row_changed(lh: Lakehouse, uniqu
     assert_oracle(lh, total)
 
 
-def test_having_and_computed_columns_count_rows_entering_and_leaving(
-    lh: Lakehouse, unique
-) -> None:
+def test_having_and_computed_columns_count_rows_entering_and_leaving(lh: Lakehouse, unique) -> None:
     src, dt = unique("src"), unique("dt")
     lh.sql(
         f"""
@@ -102,3 +102,34 @@ def test_groups_that_swap_rows_leave_the_table_unchanged(lh: Lakehouse, unique) 
     lh.sql(f"INSERT INTO {src} VALUES ('a', 2); DELETE FROM {src} WHERE k = 'b' AND v = 2")
     assert _refresh(lh, dt) == ("INCREMENTAL", 0, 0)
     assert_oracle(lh, dt)
+
+
+def _stats(lh: Lakehouse, dt: str) -> dict[str, str]:
+    latest = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
+    return dict(json.loads(latest.stats))
+
+
+def test_history_shows_what_spark_read_beside_what_was_captured(lh: Lakehouse, unique) -> None:
+    """rows_read counts the captured change; input_rows everything Spark's stages read,
+    so the whole other side of a join shows, and an aggregate's refresh reads little."""
+    orders, products, enriched, totals = unique("o"), unique("p"), unique("e"), unique("t")
+    lh.sql(
+        f"""
+        CREATE TABLE {products} AS SELECT id AS pid, id % 10 AS cat FROM range(1000);
+        CREATE TABLE {orders} AS SELECT id AS oid, id % 1000 AS pid FROM range(1000);
+        CREATE DYNAMIC TABLE {enriched} AS SELECT o.oid, p.cat FROM {orders} o
+          JOIN {products} p ON o.pid = p.pid;
+        CREATE DYNAMIC TABLE {totals} AS SELECT cat, COUNT(*) AS n FROM {enriched} GROUP BY cat
+        """
+    )
+    lh.sql(f"INSERT INTO {orders} VALUES (1000, 7)")
+    lh.sql(f"REFRESH DYNAMIC TABLE {enriched}")
+    stats = _stats(lh, enriched)
+    assert stats[f"rows_read.{orders}"] == "1"
+    assert int(stats["input_rows"]) >= 1001  # the new order and every product it may join
+    lh.sql(f"REFRESH DYNAMIC TABLE {totals}")
+    stats = _stats(lh, totals)
+    assert stats[f"rows_read.{enriched}"] == "1"
+    # the new row, the 10 groups' state and the 10-row table: not the 1001 rows below
+    assert 1 <= int(stats["input_rows"]) <= 50
+    assert_oracle(lh, totals)

@@ -1,0 +1,41 @@
+"""What Spark's stages read for one refresh, from the driver's status store (no job).
+
+``rows_read.<source>`` says how much of each source's *change* a refresh captured; a
+join also reads its other inputs (whole, unless Iceberg's file statistics let it skip
+files), and only Spark's own input metrics show that. A refresh runs its jobs under its
+job id as job group (threads it starts inherit it), so they are told apart from the
+jobs of refreshes running beside it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# the status store is fed by Spark's listener bus, asynchronously; a refresh waits at
+# most this long for its last stages' metrics to arrive
+LISTENER_WAIT_MS = 2_000
+
+
+def input_rows(spark: Any, job_group: str) -> int | None:
+    """Input records of every stage of the group's jobs (a stage skipped because its
+    shuffle output was reused read nothing); None when Spark cannot say."""
+    sc = spark.sparkContext
+    try:
+        jsc = sc._jsc.sc()
+        try:
+            jsc.listenerBus().waitUntilEmpty(LISTENER_WAIT_MS)
+        except Exception:  # a busy bus: count what has arrived
+            pass
+        store = jsc.statusStore()
+        tracker = sc.statusTracker()
+        total = 0
+        for job_id in tracker.getJobIdsForGroup(job_group):
+            info = tracker.getJobInfo(job_id)
+            for stage in info.stageIds if info is not None else ():
+                try:
+                    total += int(store.lastStageAttempt(stage).inputRecords())
+                except Exception:  # skipped or already evicted from the store
+                    pass
+        return total
+    except Exception:  # metrics are a report, never a reason to fail a refresh
+        return None
