@@ -26,7 +26,10 @@ REWRITE_MAX_ROWS = 200_000
 
 # Up to this many rows, a table is rewritten whatever its delta, in a single job that
 # also counts the rows inserted and deleted (observed metrics): no consolidation job, no
-# count job. Reading and writing this many rows costs less than the job it saves.
+# count job. Measured (an aggregate of N groups, 100 new rows, medians of 8 alternating
+# refreshes): 1k groups 1.09 s vs 1.26 s counting first, 10k 0.87 vs 1.00, 50k 1.02 vs
+# 1.19, 200k 1.08 vs 1.26. Kept below 200k: a delta of inserts only would otherwise be
+# appended without reading the table at all.
 SINGLE_JOB_MAX_ROWS = 50_000
 
 # how long to wait for a finished write's observed counts (they arrive through Spark's
