@@ -53,6 +53,10 @@ class Sources(Protocol):
 
     def column_types(self, node: Node) -> Mapping[str, str]: ...
 
+    def source_rows(self, scan: Scan) -> int | None: ...
+
+    def delta_bounds(self, scan: Scan, column: str) -> tuple[exp.Expr, exp.Expr] | None: ...
+
 
 class Renderer:
     def __init__(
@@ -182,6 +186,12 @@ def _delta_union(r: Renderer, n: UnionAll) -> exp.Query | None:
     return union_all(parts) if parts else None
 
 
+# a join's unchanged side with at least this many source rows is read only within the
+# key range of the other side's change (one small job for the bounds): Iceberg skips
+# the files whose column statistics lie outside it
+PRUNE_MIN_ROWS = 100_000
+
+
 def _inner_terms(r: Renderer, n: Join) -> list[exp.Query]:
     """d(L join R) = dL join R_old + L_new join dR (weights come from the delta side)."""
     cols = [col(c) for c in n.left.columns + n.right.columns] + [col(W)]
@@ -190,10 +200,76 @@ def _inner_terms(r: Renderer, n: Join) -> list[exp.Query]:
     d_right = r.delta(n.right)
     cond = _join_condition(n)
     if d_left is not None:
-        terms.append(select(cols, sub(d_left)).join(sub(r.rel(n.right, OLD)), on=cond.copy()))
+        right_old = _within_delta_keys(
+            r, r.rel(n.right, OLD), n.right, n.left, n.left_keys, n.right_keys
+        )
+        terms.append(select(cols, sub(d_left)).join(sub(right_old), on=cond.copy()))
     if d_right is not None:
-        terms.append(select(cols, sub(r.rel(n.left, NEW))).join(sub(d_right), on=cond.copy()))
+        left_new = _within_delta_keys(
+            r, r.rel(n.left, NEW), n.left, n.right, n.right_keys, n.left_keys
+        )
+        terms.append(select(cols, sub(left_new)).join(sub(d_right), on=cond.copy()))
     return terms
+
+
+def _within_delta_keys(
+    r: Renderer,
+    rel: exp.Query,
+    node: Node,
+    changed: Node,
+    changed_keys: Sequence[exp.Expr],
+    keys: Sequence[exp.Expr],
+) -> exp.Query:
+    """``rel`` (the unchanged side of an inner join term) restricted to the range of the
+    changed side's join key: a row outside it equals no changed row's key (and a NULL
+    key joins nothing), so the term is the same, and a large side is read only where
+    the change can meet it."""
+    scans = [s for s in _scans(node)]
+    if not scans or any(isinstance(m, Aggregate) for m in _nodes(node)):
+        return rel
+    rows = [r.sources.source_rows(s) for s in scans]
+    if any(n is None for n in rows) or sum(n or 0 for n in rows) < PRUNE_MIN_ROWS:
+        return rel
+    for changed_key, key in zip(changed_keys, keys, strict=True):
+        traced = _trace_to_scan(changed, changed_key)
+        bounds = r.sources.delta_bounds(*traced) if traced is not None else None
+        if bounds is not None:
+            low, high = bounds
+            return select(["*"], sub(rel)).where(exp.Between(this=key.copy(), low=low, high=high))
+    return rel
+
+
+def _nodes(node: Node) -> list[Node]:
+    out = [node]
+    for child in node.children:
+        out.extend(_nodes(child))
+    return out
+
+
+def _scans(node: Node) -> list[Scan]:
+    return [n for n in _nodes(node) if isinstance(n, Scan)]
+
+
+def _trace_to_scan(node: Node, key: exp.Expr) -> tuple[Scan, str] | None:
+    """The source column a bare key column of ``node`` carries unchanged, through
+    filters (which only drop rows) and renaming projections."""
+    if not isinstance(key, exp.Column) or key.table:
+        return None
+    name = key.name
+    while True:
+        if isinstance(node, Filter):
+            node = node.child
+        elif isinstance(node, Project):
+            if name not in node.out:
+                return None
+            expr = node.exprs[node.out.index(name)]
+            if not isinstance(expr, exp.Column) or expr.table:
+                return None
+            name, node = expr.name, node.child
+        elif isinstance(node, Scan):
+            return (node, name) if name in node.out else None
+        else:
+            return None
 
 
 def _flipped_keys(

@@ -8,6 +8,7 @@ refresh's WAP-staged session.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from sqlglot import exp
 
 from dyntables.catalog.iceberg import load_table
+from dyntables.engine.frames import literal
 from dyntables.ivm import aggregate as agg
 from dyntables.ivm.rules import NEW, OLD, Materialized, Renderer
 from dyntables.ivm.sqlb import W, alias, col, select, sub
@@ -23,6 +25,9 @@ from dyntables.plan.ops import Aggregate, Node, Scan, walk_post_order
 from dyntables.sql.tokens import TableName
 
 SYSTEM_NAMESPACE = "dyntables_sys"
+
+# key types whose MIN/MAX render as exact literals
+PRUNABLE_TYPES = re.compile(r"^(tinyint|smallint|int|bigint|string|date|decimal\(\d+,\d+\))$")
 
 
 def aggregate_nodes(plan: Plan) -> list[tuple[str, Aggregate]]:
@@ -59,6 +64,8 @@ class BoundSources:
     new: Mapping[str, int | None]
     delta_views: Mapping[str, str] = field(default_factory=dict)
     _types: dict[int, dict[str, str]] = field(default_factory=dict)
+    _rows: dict[str, int | None] = field(default_factory=dict)
+    _bounds: dict[tuple[str, str], tuple[exp.Expr, exp.Expr] | None] = field(default_factory=dict)
     renderer: Renderer | None = None
 
     def scan_rel(self, scan: Scan, version: str) -> exp.Query:
@@ -75,6 +82,36 @@ class BoundSources:
             col(W)
         ]
         return select(items, view)
+
+    def source_rows(self, scan: Scan) -> int | None:
+        """The source's rows at its new snapshot (metadata only)."""
+        key = str(scan.table)
+        if key not in self._rows:
+            table = load_table(self.spark, scan.table)
+            self._rows[key] = table.total_records() if table is not None else None
+        return self._rows[key]
+
+    def delta_bounds(self, scan: Scan, column: str) -> tuple[exp.Expr, exp.Expr] | None:
+        """MIN and MAX of one column of the source's captured change (one small job over
+        the cached change), as literals a scan filter can be pushed down with; None for
+        types whose literals are not exact (floating point, timestamps)."""
+        view = self.delta_views.get(str(scan.table))
+        if view is None or column not in scan.out:
+            return None
+        source_column = scan.source_columns[scan.out.index(column)]
+        key = (view, source_column)
+        if key not in self._bounds:
+            df = self.spark.table(view).selectExpr(
+                f"min(`{source_column}`) AS lo", f"max(`{source_column}`) AS hi"
+            )
+            type_sql = df.schema.fields[0].dataType.simpleString()
+            if not PRUNABLE_TYPES.match(type_sql):
+                self._bounds[key] = None
+            else:
+                (row,) = df.collect()
+                self._bounds[key] = (literal(row["lo"], type_sql), literal(row["hi"], type_sql))
+        found = self._bounds[key]
+        return None if found is None else (found[0].copy(), found[1].copy())
 
     def column_types(self, node: Node) -> Mapping[str, str]:
         if id(node) not in self._types:

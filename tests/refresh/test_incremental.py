@@ -7,6 +7,7 @@ import json
 
 from dyntables import Lakehouse
 from dyntables.catalog.iceberg import load_table
+from dyntables.ivm import rules
 from tests.oracle import assert_oracle
 
 
@@ -133,3 +134,49 @@ def test_history_shows_what_spark_read_beside_what_was_captured(lh: Lakehouse, u
     # the new row, the 10 groups' state and the 10-row table: not the 1001 rows below
     assert 1 <= int(stats["input_rows"]) <= 50
     assert_oracle(lh, totals)
+
+
+def test_a_large_join_side_is_read_only_where_the_change_can_meet_it(
+    lh: Lakehouse, unique, monkeypatch
+) -> None:
+    """The change's key range is pushed into the scan of the join's unchanged side:
+    Iceberg skips the files outside it, and the result is the same."""
+    monkeypatch.setattr(rules, "PRUNE_MIN_ROWS", 1_000)
+    big, small = unique("big"), unique("small")
+    by_int, by_str, by_date = unique("by_int"), unique("by_str"), unique("by_date")
+    lh.sql(f"CREATE TABLE {big} (k BIGINT, s STRING, d DATE, v DECIMAL(10,2))")
+    for i in range(5):  # five files with disjoint key ranges
+        lh.sql(
+            f"INSERT INTO {big} SELECT id, concat('s', lpad(id, 6, '0')), date_add('2020-01-01', "
+            f"CAST(id AS INT)), id / 100 FROM range({i * 1000}, {(i + 1) * 1000})"
+        )
+    lh.sql(
+        f"""
+        CREATE TABLE {small} (k BIGINT, s STRING, d DATE, tag STRING);
+        INSERT INTO {small} VALUES (1, 's000001', DATE'2020-01-02', 'a'), (NULL, NULL, NULL, 'n');
+        CREATE DYNAMIC TABLE {by_int} AS SELECT b.k, b.v, x.tag FROM {big} b JOIN {small} x ON b.k = x.k;
+        CREATE DYNAMIC TABLE {by_str} AS SELECT b.k, x.tag FROM {big} b JOIN {small} x ON b.s = x.s;
+        CREATE DYNAMIC TABLE {by_date} AS SELECT b.v, x.tag FROM {big} b
+          JOIN (SELECT d AS day, tag FROM {small} WHERE tag <> 'skip') x ON b.d = x.day
+        """
+    )
+    # new keys in the fourth file only, a NULL key, and a row that leaves (a changelog)
+    lh.sql(
+        f"""
+        INSERT INTO {small} VALUES (3500, 's003500', DATE'2029-07-30', 'b'),
+          (3501, 's003501', DATE'2029-07-31', 'c'), (NULL, NULL, NULL, 'm');
+        """
+    )
+    for dt in (by_int, by_str, by_date):
+        assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+        assert int(_stats(lh, dt)["input_rows"]) < 2_000, dt  # one file of 1000, not 5000
+        assert_oracle(lh, dt)
+    lh.sql(f"UPDATE {small} SET k = 4999, s = 's004999', d = DATE'2033-09-09' WHERE tag = 'a'")
+    for dt in (by_int, by_str, by_date):
+        assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+        assert_oracle(lh, dt)
+    # a change on the large side: the small side is not worth a bounds job
+    lh.sql(f"DELETE FROM {big} WHERE k = 3500")
+    for dt in (by_int, by_str, by_date):
+        assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+        assert_oracle(lh, dt)
