@@ -15,6 +15,8 @@ from pathlib import Path
 
 from bench.pipeline import LAYERS, Measurement, load_results, summarize
 
+# one colour per method in every panel, whichever methods a panel has
+COLORS = {"full": "tab:blue", "hand": "tab:orange", "inc": "tab:green", "auto": "tab:red"}
 METHODS = {
     "full": "INSERT OVERWRITE",
     "hand": "hand-written MERGE",
@@ -38,7 +40,8 @@ def plot(results: list[Measurement], out: Path) -> list[Path]:
     sizes = sorted({m.orders for m in results})
     kinds = sorted({m.kind for m in results})
     changes = sorted({m.change_pct for m in results})
-    biggest = sizes[-1]
+    # the size measured at the most change sizes (the biggest of those): one curve per method
+    biggest = max(sizes, key=lambda n: (len({m.change_pct for m in results if m.orders == n}), n))
     fig, axes = plt.subplots(
         len(kinds), len(LAYERS), figsize=(4 * len(LAYERS), 3.2 * len(kinds)), squeeze=False
     )
@@ -62,7 +65,13 @@ def plot(results: list[Measurement], out: Path) -> list[Path]:
                 ]
                 points = [(x, y) for x, y in points if y is not None]
                 if points:
-                    ax.plot([x for x, _ in points], [y for _, y in points], marker="o", label=label)
+                    ax.plot(
+                        [x for x, _ in points],
+                        [y for _, y in points],
+                        marker="o",
+                        label=label,
+                        color=COLORS[method],
+                    )
             ax.set_xscale("log")
             ax.set_title(f"{layer}, {kind} batches, {biggest:,} orders", fontsize=9)
             ax.set_xlabel("change (% of orders)")
@@ -100,7 +109,13 @@ def plot(results: list[Measurement], out: Path) -> list[Path]:
                 points = [(size, at(size, layer, method)) for size in sorted(by_rows[rows])]
                 points = [(x, y) for x, y in points if y is not None]
                 if points:
-                    ax.plot([x for x, _ in points], [y for _, y in points], marker="o", label=label)
+                    ax.plot(
+                        [x for x, _ in points],
+                        [y for _, y in points],
+                        marker="o",
+                        label=label,
+                        color=COLORS[method],
+                    )
             ax.set_xscale("log")
             ax.set_title(f"{layer}, {rows:,} new orders per refresh", fontsize=9)
             ax.set_xlabel("orders in the table")
