@@ -30,7 +30,17 @@ from dyntables.ivm.sqlb import (
     typed_null,
     union_all,
 )
-from dyntables.plan.ops import Aggregate, Filter, Join, Node, Project, Scan, UnionAll, Window
+from dyntables.plan.ops import (
+    Aggregate,
+    Filter,
+    Join,
+    Node,
+    Project,
+    Scan,
+    UnionAll,
+    Window,
+    walk_post_order,
+)
 
 OLD = "old"
 NEW = "new"
@@ -224,8 +234,9 @@ def _within_delta_keys(
     changed side's join key: a row outside it equals no changed row's key (and a NULL
     key joins nothing), so the term is the same, and a large side is read only where
     the change can meet it."""
-    scans = [s for s in _scans(node)]
-    if not scans or any(isinstance(m, Aggregate) for m in _nodes(node)):
+    below = walk_post_order(node)
+    scans = [s for s in below if isinstance(s, Scan)]
+    if not scans or any(isinstance(m, Aggregate) for m in below):
         return rel
     rows = [r.sources.source_rows(s) for s in scans]
     if any(n is None for n in rows) or sum(n or 0 for n in rows) < PRUNE_MIN_ROWS:
@@ -237,17 +248,6 @@ def _within_delta_keys(
             low, high = bounds
             return select(["*"], sub(rel)).where(exp.Between(this=key.copy(), low=low, high=high))
     return rel
-
-
-def _nodes(node: Node) -> list[Node]:
-    out = [node]
-    for child in node.children:
-        out.extend(_nodes(child))
-    return out
-
-
-def _scans(node: Node) -> list[Scan]:
-    return [n for n in _nodes(node) if isinstance(n, Scan)]
 
 
 def _trace_to_scan(node: Node, key: exp.Expr) -> tuple[Scan, str] | None:
