@@ -405,21 +405,38 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = datetime.now(UTC)
     results = run(args)
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    path = Path(args.out) / f"pipeline-{started:%Y%m%dT%H%M%S}.json"
-    meta = {
-        "argv": argv if argv is not None else sys.argv[1:],
-        "started": started.isoformat(),
-        "load": os.getloadavg(),
-    }
-    path.write_text(json.dumps({"meta": meta, "results": [asdict(m) for m in results]}, indent=1))
+    path = write_results(args.out, "pipeline", started, argv, {}, results)
     print(summarize(results))
     print(f"results: {path}")
     return 0
 
 
-def load_results(path: str | Path) -> list[Measurement]:
-    return [Measurement(**m) for m in json.loads(Path(path).read_text())["results"]]
+def write_results(
+    out: str,
+    kind: str,
+    started: datetime,
+    argv: list[str] | None,
+    meta: dict[str, Any],
+    results: list[Any],
+) -> Path:
+    """``<out>/<kind>-<start time>.json``: the run's arguments, machine and measurements."""
+    Path(out).mkdir(parents=True, exist_ok=True)
+    path = Path(out) / f"{kind}-{started:%Y%m%dT%H%M%S}.json"
+    meta = meta | {
+        "argv": argv if argv is not None else sys.argv[1:],
+        "started": started.isoformat(),
+        "finished": datetime.now(UTC).isoformat(),
+        "nproc": os.cpu_count(),
+        "load": os.getloadavg(),
+    }
+    path.write_text(json.dumps({"meta": meta, "results": [asdict(m) for m in results]}, indent=1))
+    return path
+
+
+def load_results(path: str | Path, cls: Any = None) -> list[Any]:
+    """The measurements of a results file, as ``cls`` (this module's Measurement)."""
+    make = cls or Measurement
+    return [make(**m) for m in json.loads(Path(path).read_text())["results"]]
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import statistics
 from pathlib import Path
+from typing import Any
 
 from bench.pipeline import LAYERS, Measurement, load_results, summarize
 
@@ -23,6 +24,16 @@ METHODS = {
     "inc": "dyntables INCREMENTAL",
     "auto": "dyntables AUTO",
 }
+
+
+def _line(ax: Any, points: list[tuple[float, float]], method: str, label: str) -> None:
+    ax.plot(
+        [x for x, _ in points],
+        [y for _, y in points],
+        marker="o",
+        label=label,
+        color=COLORS[method],
+    )
 
 
 def _median(results: list[Measurement], **key: object) -> float | None:
@@ -65,13 +76,7 @@ def plot(results: list[Measurement], out: Path) -> list[Path]:
                 ]
                 points = [(x, y) for x, y in points if y is not None]
                 if points:
-                    ax.plot(
-                        [x for x, _ in points],
-                        [y for _, y in points],
-                        marker="o",
-                        label=label,
-                        color=COLORS[method],
-                    )
+                    _line(ax, points, method, label)
             ax.set_xscale("log")
             ax.set_title(f"{layer}, {kind} batches, {biggest:,} orders", fontsize=9)
             ax.set_xlabel("change (% of orders)")
@@ -109,13 +114,7 @@ def plot(results: list[Measurement], out: Path) -> list[Path]:
                 points = [(size, at(size, layer, method)) for size in sorted(by_rows[rows])]
                 points = [(x, y) for x, y in points if y is not None]
                 if points:
-                    ax.plot(
-                        [x for x, _ in points],
-                        [y for _, y in points],
-                        marker="o",
-                        label=label,
-                        color=COLORS[method],
-                    )
+                    _line(ax, points, method, label)
             ax.set_xscale("log")
             ax.set_title(f"{layer}, {rows:,} new orders per refresh", fontsize=9)
             ax.set_xlabel("orders in the table")

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -31,12 +30,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.pipeline import Meter
+from bench.pipeline import Meter, write_results
+from bench.pipeline import load_results as pipeline_results
 from dyntables import Lakehouse
 
 QUERIES = ("q1", "q3", "q5", "q10", "q18")
@@ -402,23 +402,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     started = datetime.now(UTC)
     results, meta = run(args)
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    path = Path(args.out) / f"tpch-{started:%Y%m%dT%H%M%S}.json"
-    meta |= {
-        "argv": argv if argv is not None else sys.argv[1:],
-        "started": started.isoformat(),
-        "finished": datetime.now(UTC).isoformat(),
-        "nproc": os.cpu_count(),
-        "load": os.getloadavg(),
-    }
-    path.write_text(json.dumps({"meta": meta, "results": [asdict(m) for m in results]}, indent=1))
+    path = write_results(args.out, "tpch", started, argv, meta, results)
     print(summarize(results))
     print(f"results: {path}")
     return 0
 
 
 def load_results(path: str | Path) -> list[Measurement]:
-    return [Measurement(**m) for m in json.loads(Path(path).read_text())["results"]]
+    return pipeline_results(path, Measurement)
 
 
 if __name__ == "__main__":
