@@ -291,10 +291,10 @@ def run(args: argparse.Namespace) -> list[Measurement]:
     return results
 
 
-def _run_size(
-    args: argparse.Namespace, size: int, kind: str, changes: list[float]
-) -> list[Measurement]:
-    out: list[Measurement] = []
+@contextmanager
+def bench_lakehouse(args: argparse.Namespace) -> Iterator[Lakehouse]:
+    """A Lakehouse over a throwaway warehouse (under ``--tmp``) with the benchmarks'
+    settings: ``--shuffle-partitions`` and a driver large enough for 10M-row loads."""
     with (
         tempfile.TemporaryDirectory(dir=args.tmp) as warehouse,
         Lakehouse(
@@ -305,6 +305,14 @@ def _run_size(
             },
         ) as lh,
     ):
+        yield lh
+
+
+def _run_size(
+    args: argparse.Namespace, size: int, kind: str, changes: list[float]
+) -> list[Measurement]:
+    out: list[Measurement] = []
+    with bench_lakehouse(args) as lh:
         print(f"# {size:,} orders, {kind} batches: loading", flush=True)
         t0 = time.perf_counter()
         work = Workload(lh, size)

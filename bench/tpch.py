@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.pipeline import Meter, write_results
+from bench.pipeline import Meter, bench_lakehouse, write_results
 from bench.pipeline import load_results as pipeline_results
 from dyntables import Lakehouse
 
@@ -222,16 +222,7 @@ def check_agree(lh: Lakehouse, methods: list[Any], query: str, when: str) -> Non
 def run(args: argparse.Namespace) -> tuple[list[Measurement], dict[str, Any]]:
     queries = args.queries.split(",")
     folder = generate(args.sf)
-    with (
-        tempfile.TemporaryDirectory(dir=args.tmp) as warehouse,
-        Lakehouse(
-            warehouse=warehouse,
-            conf={
-                "spark.sql.shuffle.partitions": str(args.shuffle_partitions),
-                "spark.driver.memory": "6g",
-            },
-        ) as lh,
-    ):
+    with bench_lakehouse(args) as lh:
         t0 = time.perf_counter()
         load(lh, folder)
         orders = int(lh.spark.sql("SELECT count(*) FROM orders").first()[0])
