@@ -96,7 +96,7 @@ def apply_delta(
             )
             return Applied(inserted, deleted)
         if table_rows is not None and table_rows <= REWRITE_MAX_ROWS:
-            _rewrite(spark, table_sql, columns, view)
+            _rewrite_counted(spark, table_sql, columns, f"SELECT * FROM {view}", view_prefix)
         else:
             _merge(spark, table_sql, columns, view)
         return Applied(inserted, deleted)
@@ -122,21 +122,6 @@ def _checked_count(expr: exp.Expr) -> str:
         true=raise_error(INCONSISTENT),
         false=expr.copy(),
     ).sql("spark")
-
-
-def _rewrite(spark: Any, table_sql: str, columns: list[str], view: str) -> None:
-    """New contents = current rows + delta, counted per value, in one overwrite."""
-    cols = ", ".join(_q(c) for c in columns)
-    n, m, i = (_helper(h, columns) for h in ("_n", "_m", "__i"))
-    counted = (
-        f"SELECT {cols}, SUM({W}) AS {n} FROM (SELECT {cols}, CAST(1 AS BIGINT) AS {W} FROM {table_sql} "
-        f"UNION ALL SELECT {cols}, {W} FROM {view}) _u GROUP BY {cols}"
-    )
-    checked = _checked_count(exp.column(n))
-    spark.sql(
-        f"INSERT OVERWRITE {table_sql} SELECT {cols} FROM (SELECT *, explode(sequence(1, {m})) AS {i} FROM "
-        f"(SELECT {cols}, {checked} AS {m} FROM ({counted}) _c) _k WHERE {m} > 0) _e"
-    )
 
 
 def _rewrite_counted(

@@ -24,8 +24,7 @@ from dyntables.refresh.compiled import (
     delta_output_sql,
     table_ref,
 )
-from dyntables.refresh.incremental import under_rowwise_root
-from dyntables.sql.tokens import TableName
+from dyntables.refresh.incremental import snapshot_of, table_name_of, under_rowwise_root
 
 if TYPE_CHECKING:
     from dyntables.refresh.planner import Planner
@@ -143,9 +142,8 @@ def _state_stages(
         child_delta = renderer.delta(node.child)
         if info is None or child_delta is None:
             continue
-        name = TableName(tuple(str(info["table"]).split(".")))
-        snapshot = info.get("snapshot")
-        old = select(["*"], table_ref(name, None if snapshot is None else int(str(snapshot))))
+        name = table_name_of(info)
+        old = select(["*"], table_ref(name, snapshot_of(info)))
         try:
             fields = spark.table(name.sql()).schema.fields
         except Exception:  # a dropped state table: the next refresh rebuilds (FULL)

@@ -95,8 +95,8 @@ def incremental_refresh(
         last_write_free = under_rowwise_root(plan)
         for key, node in aggregate_nodes(plan):
             info = states[key]
-            name = _table_name(info)
-            before = _snapshot_of(info)
+            name = table_name_of(info)
+            before = snapshot_of(info)
             state_old = select(["*"], table_ref(name, before))
             averages = avg_types(spark, renderer, node)
             old_rel = agg.finalized(node, state_old, averages)
@@ -110,8 +110,8 @@ def incremental_refresh(
             distinct_views: dict[int, str] = {}
             for j, call in agg.distinct_calls(node):
                 dkey = f"{key}_d{j}"
-                dname = _table_name(states[dkey])
-                dold = select(["*"], table_ref(dname, _snapshot_of(states[dkey])))
+                dname = table_name_of(states[dkey])
+                dold = select(["*"], table_ref(dname, snapshot_of(states[dkey])))
                 dchange = spark.sql(
                     agg.distinct_change_sql(node, call, child_delta, dold).sql("spark")
                 ).persist(StorageLevel.MEMORY_AND_DISK)
@@ -297,11 +297,12 @@ def _is_sum_flag(node: Any, flag: str) -> bool:
     return any(flag == f"r_{names['s']}" for _, names in agg.layout(node).aggs if "s" in names)
 
 
-def _table_name(info: Mapping[str, object]) -> TableName:
+def table_name_of(info: Mapping[str, object]) -> TableName:
+    """The table of a state entry ({"table": name, "snapshot": id})."""
     return TableName(tuple(str(info["table"]).split(".")))
 
 
-def _snapshot_of(info: Mapping[str, object]) -> int | None:
+def snapshot_of(info: Mapping[str, object]) -> int | None:
     value = info.get("snapshot")
     return None if value is None else int(str(value))
 
@@ -309,10 +310,10 @@ def _snapshot_of(info: Mapping[str, object]) -> int | None:
 def _recover_state(spark: Any, states: dict[str, dict[str, object]]) -> None:
     """Undo state published by a refresh that crashed before its table commit."""
     for info in states.values():
-        name = _table_name(info)
+        name = table_name_of(info)
         table = load_table(spark, name)
         if table is None:
             raise StateMissingError(f"state table {name} is missing")
-        recorded = _snapshot_of(info)
+        recorded = snapshot_of(info)
         if recorded is not None and table.current_snapshot_id() != recorded:
             table.rollback_to(recorded)
