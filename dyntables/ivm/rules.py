@@ -422,6 +422,24 @@ DELTA_RULES: dict[type, Callable[..., exp.Query | None]] = {
 }
 
 
+def ranks_all_rows(root: Node) -> bool:
+    """The query is a window without PARTITION BY (under projections and filters) over
+    its sources' own rows (scans, filters, projections, UNION ALL): any change re-ranks
+    every row, so the window's delta rule reads the whole input twice (old and new)
+    where recomputing the table reads it once. Below an aggregate or a join it is not:
+    recomputing would rescan what the delta rules keep from reading."""
+    node = root
+    while isinstance(node, Project | Filter):
+        node = node.child
+    return isinstance(node, Window) and not node.partition_by and _rowwise(node.child)
+
+
+def _rowwise(node: Node) -> bool:
+    return isinstance(node, Scan | Filter | Project | UnionAll) and all(
+        _rowwise(child) for child in node.children
+    )
+
+
 def keeps_inserts_positive(node: Node) -> bool:
     """True when inserts into the sources can only insert rows here: every operator below
     is a scan, filter, projection, UNION ALL or inner join, whose deltas take their

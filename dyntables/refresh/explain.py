@@ -90,8 +90,11 @@ def explain(planner: Planner, dt: DynamicTableDef) -> list[tuple[str, str]]:
         ]
         return rows
     plan = compiled.plan
-    rows += [("decision", "INCREMENTAL"), ("reason", "every operator has a delta rule")]
+    decision, reason_text = planner.describe(dt, compiled)
+    rows += [("decision", decision), ("reason", reason_text)]
     rows += [("operator", f"{label}  --  {rule}") for label, rule in _tree(plan.root)]
+    if decision == "FULL":  # AUTO chose to recompute: no delta will run
+        return rows
     spark = planner.registry.spark
     table = load_table(spark, dt.name)
     state = RefreshState.from_properties(table.properties()) if table is not None else None

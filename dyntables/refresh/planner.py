@@ -13,6 +13,10 @@ Every FULL carries a stable reason code that the user sees in history and EXPLAI
                               re-added) between the recorded and the current snapshot
   STATE_MISSING               aggregate state is missing (e.g. created by an older version)
   CHANGE_TOO_LARGE            AUTO: the change is a large share of the sources (estimate recorded)
+  WINDOW_OVER_ALL_ROWS        AUTO: the query ranks all its input rows (a window without
+                              PARTITION BY over the sources' rows): any change re-ranks every
+                              row, and recomputing reads the input once where the window's
+                              delta rule reads it twice (old and new)
   INCONSISTENT_STATE          the incremental result disagreed with the table; recomputed
 """
 
@@ -27,6 +31,7 @@ from dyntables.catalog.definition import DynamicTableDef, RefreshState, SourceVe
 from dyntables.catalog.iceberg import load_table
 from dyntables.errors import IncrementalNotSupportedError
 from dyntables.ivm import aggregate as agg
+from dyntables.ivm.rules import ranks_all_rows
 from dyntables.ivm.sqlb import W
 from dyntables.plan.build import NotIncremental, Plan, build_plan
 from dyntables.plan.ops import scans
@@ -47,6 +52,12 @@ REQUESTED_FULL = "REFRESH_MODE_FULL"
 FORCED_FULL = "FORCED_FULL"
 STATE_MISSING = "STATE_MISSING"
 CHANGE_TOO_LARGE = "CHANGE_TOO_LARGE"
+WINDOW_OVER_ALL_ROWS = "WINDOW_OVER_ALL_ROWS"
+WINDOW_OVER_ALL_ROWS_DETAIL = (
+    f"{WINDOW_OVER_ALL_ROWS}: AUTO recomputes a window without PARTITION BY over the "
+    "sources' rows (any change re-ranks every row; recomputing reads them once, the delta "
+    "rule twice); REFRESH_MODE = INCREMENTAL keeps the rule"
+)
 INCONSISTENT_STATE = "INCONSISTENT_STATE"
 
 # AUTO recomputes when the estimated change is at least this share of the source rows,
@@ -199,6 +210,8 @@ class Planner:
                 return full(ctx)
 
             return FULL, CHANGE_TOO_LARGE, full_estimated
+        if dt.refresh_mode == "AUTO" and ranks_all_rows(compiled.plan.root):
+            return FULL, WINDOW_OVER_ALL_ROWS, full
 
         incremental_plan = compiled.plan
 
@@ -218,13 +231,16 @@ class Planner:
         return INCREMENTAL, None, incremental
 
     # -- what the user sees before a refresh (EXPLAIN / DESCRIBE / CREATE checks) ----------
-    def describe(self, dt: DynamicTableDef) -> tuple[str, str]:
+    def describe(self, dt: DynamicTableDef, compiled: Compiled | None = None) -> tuple[str, str]:
+        """The mode a refresh with a change will run, and why (``compiled``: already done)."""
         if dt.refresh_mode == "FULL":
             return FULL, REQUESTED_FULL
-        compiled = self.compile(dt)
+        compiled = compiled or self.compile(dt)
         if compiled.plan is None:
             assert compiled.reason is not None
             return FULL, f"{compiled.reason.code}: {compiled.reason.detail}"
+        if dt.refresh_mode == "AUTO" and ranks_all_rows(compiled.plan.root):
+            return FULL, WINDOW_OVER_ALL_ROWS_DETAIL
         return INCREMENTAL, "every operator has a delta rule"
 
     def explain_lines(self, dt: DynamicTableDef) -> list[tuple[str, str]]:

@@ -83,6 +83,7 @@ QUERIES = {
     "cte_and_subquery": "WITH big AS (SELECT * FROM {o} WHERE qty >= 1) SELECT t.k, t.n FROM "
     "(SELECT k, COUNT(*) AS n FROM big GROUP BY k) t WHERE t.n > 0",
     "aggregate_of_aggregate": "SELECT n, COUNT(*) AS groups FROM (SELECT k, COUNT(*) AS n FROM {o} GROUP BY k) g GROUP BY n",
+    "rank_all_rows": "SELECT id, k, qty, RANK() OVER (ORDER BY qty DESC, id) AS rk FROM {o} WHERE qty IS NOT NULL",
     "rank_over_aggregate": "SELECT k, total, RANK() OVER (ORDER BY total DESC) AS rk FROM "
     "(SELECT k, SUM(qty) AS total FROM {o} GROUP BY k) g",
 }

@@ -180,3 +180,38 @@ def test_a_large_join_side_is_read_only_where_the_change_can_meet_it(
     for dt in (by_int, by_str, by_date):
         assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
         assert_oracle(lh, dt)
+
+
+def test_auto_recomputes_a_leaderboard_from_the_aggregate_below_it(lh: Lakehouse, unique) -> None:
+    """A rank over all of an aggregate's rows: any change re-ranks every row, so AUTO
+    recomputes it (FULL, WINDOW_OVER_ALL_ROWS) from the aggregate alone, never from the
+    orders under it; REFRESH_MODE = INCREMENTAL keeps the window's delta rule."""
+    orders, gmv, board, ruled = unique("o"), unique("gmv"), unique("board"), unique("ruled")
+    rank = "SELECT cat, total, RANK() OVER (ORDER BY total DESC) AS rk FROM {gmv}"
+    lh.sql(
+        f"""
+        CREATE TABLE {orders} AS SELECT id, id % 5 AS cat, id % 7 AS amount FROM range(2000);
+        CREATE DYNAMIC TABLE {gmv} AS SELECT cat, SUM(amount) AS total FROM {orders} GROUP BY cat;
+        CREATE DYNAMIC TABLE {board} AS {rank.format(gmv=gmv)};
+        CREATE DYNAMIC TABLE {ruled} REFRESH_MODE = INCREMENTAL AS {rank.format(gmv=gmv)}
+        """
+    )
+    explained = dict((r.item, r.detail) for r in lh.sql(f"EXPLAIN DYNAMIC TABLE {board}").collect())
+    assert explained["decision"] == "FULL"
+    assert explained["reason"].startswith("WINDOW_OVER_ALL_ROWS")
+    assert "delta sql" not in explained
+    described = {r[0]: r[1] for r in lh.sql(f"DESCRIBE DYNAMIC TABLE {ruled}").collect()}
+    assert described["Effective refresh mode"] == "INCREMENTAL"
+
+    lh.sql(f"INSERT INTO {orders} VALUES (2000, 3, 500)")  # category 3 takes the lead
+    assert _refresh(lh, gmv)[0] == "INCREMENTAL"
+    assert _refresh(lh, board)[0] == "FULL"
+    stats = _stats(lh, board)
+    assert stats["full_reason"] == "WINDOW_OVER_ALL_ROWS"
+    assert int(stats["input_rows"]) <= 5  # the aggregate's 5 rows, not the 2001 orders
+    assert _refresh(lh, ruled)[0] == "INCREMENTAL"
+    for dt in (board, ruled):
+        assert lh.sql(f"SELECT cat FROM {dt} WHERE rk = 1").collect() == [(3,)]
+        assert_oracle(lh, dt)
+    # nothing changed below: no recompute
+    assert _refresh(lh, board)[0] == "NO_DATA"
