@@ -10,7 +10,8 @@ What it shows, in five steps:
    refreshes itself and Electronics rises from 1155 to 1841 (+686) to first place;
 4. a writer thread that keeps sending orders (the seed's Step01 import task) while
    the terminal shows the leaderboard and each layer's latest refresh, live;
-5. the refresh history of the three layers (INCREMENTAL refreshes, NO_DATA skips)
+5. the refresh history of the three layers (INCREMENTAL refreshes, NO_DATA skips; the
+   leaderboard re-ranks all categories, which AUTO recomputes: FULL, WINDOW_OVER_ALL_ROWS)
    and the end-to-end latency observed, from an order's commit to the leaderboard.
 
 The SQL is not in this module: it is read from ``examples/sales_dashboard/*.sql``, the
@@ -459,7 +460,7 @@ def _layer_rows(watch: PipelineWatch, now: float) -> list[list[object]]:
         for _, table in LAYERS:
             e = watch.latest.get(table)
             counts = watch.counts.get(table, {})
-            tally = f"{counts.get('INCREMENTAL', 0)} / {counts.get('NO_DATA', 0)}"
+            tally = f"{counts.get('INCREMENTAL', 0)} / {counts.get('FULL', 0)} / {counts.get('NO_DATA', 0)}"
             if counts.get("FAILED"):
                 tally += f" / {counts['FAILED']} failed"
             if e is None:
@@ -480,7 +481,7 @@ def _layer_rows(watch: PipelineWatch, now: float) -> list[list[object]]:
     return rows
 
 
-LAYER_COLUMNS = ["table", "last", "mode", "rows", "took", "lag", "incr / no-data"]
+LAYER_COLUMNS = ["table", "last", "mode", "rows", "took", "lag", "incr / full / no-data"]
 
 
 def _rich_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> Any:
@@ -747,7 +748,8 @@ class Demo:
                 if r[1] == "SYSTEM_SCHEDULED" and r[3] == "SUCCEED":
                     self.report.scheduled_modes.setdefault(table, {})[r[2]] = int(r[4])
         out.table(
-            "  refreshes per layer (FULL: the build at CREATE; NO_DATA: nothing changed, nothing ran)",
+            "  refreshes per layer (FULL: the build at CREATE, and the leaderboard's re-rank of all rows;"
+            " NO_DATA: nothing changed, nothing ran)",
             [
                 "table",
                 "FULL",

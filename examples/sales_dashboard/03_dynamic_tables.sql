@@ -1,7 +1,7 @@
 -- Real-time sales dashboard, step 3 of 4: three layers of dynamic tables.
 --
--- Plain full-scan SQL; every refresh computes only what the new orders change
--- (INCREMENTAL), or nothing at all when no source changed (NO_DATA).
+-- Plain full-scan SQL; the join and aggregate layers compute only what the new orders
+-- change (INCREMENTAL), and nothing at all when no source changed (NO_DATA).
 -- The seed refreshes every minute; the demo uses 1 second (`dyntables demo
 -- --interval N` replaces the interval below). CREATE builds each table at once.
 
@@ -25,7 +25,9 @@ AS SELECT category,
    FROM dwd_orders_enriched
    GROUP BY category;
 
--- ADS: the leaderboard, categories ranked by GMV.
+-- ADS: the leaderboard, categories ranked by GMV. A rank over all rows changes with any
+-- change, so AUTO recomputes it from ads_category_gmv (FULL, reason WINDOW_OVER_ALL_ROWS):
+-- cheaper than maintaining it, and it never reads the orders.
 CREATE DYNAMIC TABLE ads_category_rank
   REFRESH INTERVAL 1 SECOND VCLUSTER default
 AS SELECT RANK() OVER (ORDER BY gmv DESC) AS gmv_rank,
