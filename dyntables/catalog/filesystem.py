@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from dyntables.engine.jvm import java_class
+
 
 def _local(path: str) -> str | None:
     """The OS path of a local-file URI or plain path; None for any other scheme."""
@@ -25,11 +27,12 @@ def _local(path: str) -> str | None:
 
 class FileSystem:
     def __init__(self, spark: Any) -> None:
-        self._jvm = spark._jvm
+        self._hadoop_path = java_class(spark, "org.apache.hadoop.fs.Path")
+        self._io_utils = java_class(spark, "org.apache.commons.io.IOUtils")
         self._conf = spark._jsc.hadoopConfiguration()
 
     def _path(self, path: str) -> tuple[Any, Any]:
-        jpath = self._jvm.org.apache.hadoop.fs.Path(path)
+        jpath = self._hadoop_path(path)
         return jpath, jpath.getFileSystem(self._conf)
 
     def exists(self, path: str) -> bool:
@@ -70,7 +73,7 @@ class FileSystem:
         jpath, fs = self._path(path)
         stream = fs.open(jpath)
         try:
-            data = self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
+            data = self._io_utils.toByteArray(stream)
         finally:
             stream.close()
         return bytes(data).decode("utf-8")

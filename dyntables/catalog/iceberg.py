@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dyntables.engine.jvm import java_class
 from dyntables.sql.tokens import TableName
 
 
@@ -81,7 +82,7 @@ class IcebergTable:
         """All properties in one py4j round trip (as JSON), not one per entry; read once
         per loaded table (this object's own commits forget the copy)."""
         if self._properties is None:
-            mapper = self.spark._jvm.org.apache.iceberg.util.JsonUtil.mapper()
+            mapper = java_class(self.spark, "org.apache.iceberg.util.JsonUtil").mapper()
             self._properties = dict(json.loads(mapper.writeValueAsString(self._t.properties())))
         return dict(self._properties)
 
@@ -178,13 +179,13 @@ def _snapshot(snap: Any) -> SnapshotInfo:
     )
 
 
+SPARK3_UTIL = "org.apache.iceberg.spark.Spark3Util"
+
+
 def load_table(spark: Any, name: TableName) -> IcebergTable | None:
     """Load ``catalog.namespace.table``; None when it does not exist."""
-    jvm = spark._jvm
     try:
-        jtable = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
-            spark._jsparkSession, str(name)
-        )
+        jtable = java_class(spark, SPARK3_UTIL).loadIcebergTable(spark._jsparkSession, str(name))
     except Exception as exc:  # py4j wraps NoSuchTableException / ValidationException
         text = str(exc)
         lowered = text.lower()
