@@ -6,6 +6,7 @@ when the frame is read; a ``VALUES`` list is planned and executed by the JVM alo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from typing import Any
@@ -13,6 +14,12 @@ from typing import Any
 from sqlglot import exp
 
 Column = tuple[str, str]  # (name, Spark SQL type)
+
+
+# types whose MIN/MAX, collected and written back as literals (:func:`literal`), are the
+# exact values: bounds a scan filter can skip files with (not floating point, whose
+# NaN and -0.0 compare oddly, nor timestamps, which travel through Python's datetime)
+PRUNABLE_TYPES = re.compile(r"^(tinyint|smallint|int|bigint|string|date|decimal\(\d+,\d+\))$")
 
 
 def literal(value: Any, type_sql: str) -> exp.Expr:

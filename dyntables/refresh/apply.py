@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from dyntables.engine.frames import PRUNABLE_TYPES, literal
 from dyntables.ivm.sqlb import W, null_safe_eq_all, raise_error
 
 DYNTABLES_PREFIX = "dyntables: "  # an error with it falls back to FULL (planner.py)
@@ -82,9 +83,10 @@ def apply_delta(
         consolidated.createOrReplaceTempView(view)
         # collect, not first(): first() is a take(1), which runs a job on one partition
         # and then a second one for the rest
+        bounded = _bounded_columns(consolidated.schema.fields)
         (row,) = spark.sql(
             f"SELECT COALESCE(SUM(IF({W} > 0, {W}, 0)), 0) AS ins, COALESCE(SUM(IF({W} < 0, -{W}, 0)), 0) AS del, "
-            f"COUNT_IF({W} < 0) AS neg_values FROM {view}"
+            f"COUNT_IF({W} < 0) AS neg_values{_bounds_items(bounded)} FROM {view}"
         ).collect()
         inserted, deleted, negatives = int(row["ins"]), int(row["del"]), int(row["neg_values"])
         if inserted == 0 and deleted == 0:
@@ -98,7 +100,7 @@ def apply_delta(
         if table_rows is not None and table_rows <= REWRITE_MAX_ROWS:
             _rewrite_counted(spark, table_sql, columns, f"SELECT * FROM {view}", view_prefix)
         else:
-            _merge(spark, table_sql, columns, view)
+            _merge(spark, table_sql, columns, view, _losing_ranges(bounded, row))
         return Applied(inserted, deleted)
     finally:
         consolidated.unpersist()
@@ -174,7 +176,57 @@ def _observed(observation: Any) -> dict[str, Any]:
     return out
 
 
-def _merge(spark: Any, table_sql: str, columns: list[str], view: str) -> None:
+def _bounded_columns(fields: Any) -> list[tuple[str, str]]:
+    """(name, type) of the delta's columns whose bounds can prune the table's files."""
+    out = []
+    for f in fields:
+        type_sql = f.dataType.simpleString()
+        if f.name != W and PRUNABLE_TYPES.match(type_sql):
+            out.append((f.name, type_sql))
+    return out
+
+
+def _bounds_items(bounded: list[tuple[str, str]]) -> str:
+    """MIN, MAX and NULL count of each column over the values that lose copies, as more
+    columns of the counting job (no job of their own)."""
+    items = []
+    for k, (name, _) in enumerate(bounded):
+        c = _q(name)
+        items.append(
+            f", MIN(IF({W} < 0, {c}, NULL)) AS _lo{k}, MAX(IF({W} < 0, {c}, NULL)) AS _hi{k}, "
+            f"COUNT_IF({W} < 0 AND {c} IS NULL) AS _nl{k}"
+        )
+    return "".join(items)
+
+
+def _losing_ranges(bounded: list[tuple[str, str]], row: Any) -> str | None:
+    """A filter on the table (alias ``t``) that every row equal to a value losing copies
+    passes: each column within those values' MIN..MAX (or NULL where one of them is).
+    Exact, and pushed to Iceberg as literals, so a MERGE reads and rewrites only the
+    files whose column bounds overlap the change (recent orders, one day's partition)
+    instead of the whole table."""
+    parts: list[exp.Expr] = []
+    for k, (name, type_sql) in enumerate(bounded):
+        column = exp.column(name, "t", quoted=True)
+        lo, hi, nulls = row[f"_lo{k}"], row[f"_hi{k}"], int(row[f"_nl{k}"])
+        is_null = exp.Is(this=column.copy(), expression=exp.null())
+        if lo is None:  # every such value is NULL here
+            parts.append(is_null)
+            continue
+        between = exp.Between(
+            this=column.copy(), low=literal(lo, type_sql), high=literal(hi, type_sql)
+        )
+        parts.append(exp.paren(exp.or_(between, is_null)) if nulls else between)
+    return exp.and_(*parts).sql("spark") if parts else None
+
+
+def _merge(
+    spark: Any, table_sql: str, columns: list[str], view: str, ranges: str | None = None
+) -> None:
+    """Values that lose copies: deleted and inserted back (current - n) times; values
+    that gain copies: inserted. ``ranges`` (see :func:`_losing_ranges`) limits which of
+    the table's rows are compared."""
+    where = f" WHERE {ranges}" if ranges else ""
     cols = ", ".join(_q(c) for c in columns)
     one, cur, n, i, op = (_helper(h, columns) for h in ("_one", "_cur", "_n", "__i", "_op"))
     match = null_safe_eq_all(
@@ -183,7 +235,7 @@ def _merge(spark: Any, table_sql: str, columns: list[str], view: str) -> None:
     # current copies of every value that loses copies
     current = (
         f"SELECT v.*, COUNT(t.{one}) AS {cur} FROM (SELECT * FROM {view} WHERE {W} < 0) v "
-        f"LEFT JOIN (SELECT *, 1 AS {one} FROM {table_sql}) t ON {match} GROUP BY ALL"
+        f"LEFT JOIN (SELECT *, 1 AS {one} FROM {table_sql} t{where}) t ON {match} GROUP BY ALL"
     )
     checked = _checked_count(exp.Add(this=exp.column(cur), expression=exp.column(W)))
     source = (
@@ -199,6 +251,6 @@ def _merge(spark: Any, table_sql: str, columns: list[str], view: str) -> None:
     names = ", ".join(_q(c) for c in columns)
     values = ", ".join(f"s.{_q(c)}" for c in columns)
     spark.sql(
-        f"MERGE INTO {table_sql} t USING ({source}) s ON s.{op} = 'D' AND {on} "
+        f"MERGE INTO {table_sql} t USING ({source}) s ON s.{op} = 'D' AND {on}{' AND ' + ranges if ranges else ''} "
         f"WHEN MATCHED THEN DELETE WHEN NOT MATCHED AND s.{op} = 'I' THEN INSERT ({names}) VALUES ({values})"
     )

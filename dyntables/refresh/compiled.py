@@ -8,7 +8,6 @@ refresh's WAP-staged session.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 from sqlglot import exp
 
 from dyntables.catalog.iceberg import load_table
-from dyntables.engine.frames import literal
+from dyntables.engine.frames import PRUNABLE_TYPES, literal
 from dyntables.ivm import aggregate as agg
 from dyntables.ivm.rules import NEW, OLD, Materialized, Renderer
 from dyntables.ivm.sqlb import W, alias, col, select, sub
@@ -27,7 +26,6 @@ from dyntables.sql.tokens import TableName
 SYSTEM_NAMESPACE = "dyntables_sys"
 
 # key types whose MIN/MAX render as exact literals
-PRUNABLE_TYPES = re.compile(r"^(tinyint|smallint|int|bigint|string|date|decimal\(\d+,\d+\))$")
 
 
 def aggregate_nodes(plan: Plan) -> list[tuple[str, Aggregate]]:

@@ -8,6 +8,7 @@ import json
 from dyntables import Lakehouse
 from dyntables.catalog.iceberg import load_table
 from dyntables.ivm import rules
+from dyntables.refresh import apply
 from tests.oracle import assert_oracle
 
 
@@ -180,6 +181,45 @@ def test_a_large_join_side_is_read_only_where_the_change_can_meet_it(
     for dt in (by_int, by_str, by_date):
         assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
         assert_oracle(lh, dt)
+
+
+def test_deletes_in_a_large_table_read_only_the_files_they_can_be_in(
+    lh: Lakehouse, unique, monkeypatch
+) -> None:
+    """Rows leaving a table too large to rewrite are MERGEd out; the MERGE compares only
+    the table's rows within the leaving values' column ranges, so Iceberg skips the
+    other files (recent orders corrected: the old ones are not read)."""
+    monkeypatch.setattr(apply, "SINGLE_JOB_MAX_ROWS", 0)  # as if the table were large
+    monkeypatch.setattr(apply, "REWRITE_MAX_ROWS", 0)
+    src, dt = unique("src"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (id BIGINT, tag STRING, v DECIMAL(10,2));
+        INSERT INTO {src} SELECT id, IF(id % 7 = 0, NULL, 't'), id / 10 FROM range(0, 1000);
+        CREATE DYNAMIC TABLE {dt} AS SELECT id, tag, v * 2 AS v2 FROM {src} WHERE v >= 0
+        """
+    )
+    for i in range(1, 5):  # each refresh appends one file: five disjoint id ranges
+        lh.sql(
+            f"INSERT INTO {src} SELECT id, IF(id % 7 = 0, NULL, 't'), id / 10 "
+            f"FROM range({i * 1000}, {(i + 1) * 1000})"
+        )
+        assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+    # corrections of recent rows: one moved, one gone, one with a NULL tag gone
+    lh.sql(f"UPDATE {src} SET v = v + 1 WHERE id = 4500")
+    lh.sql(f"DELETE FROM {src} WHERE id IN (4501, 4508)")
+    assert _refresh(lh, dt) == ("INCREMENTAL", 1, 3)
+    # read: the source's change (its file of ids 4000-4999, removed and added by each of
+    # the two commits) and, of the table, only its file of the same ids (5,006 rows
+    # here; 13,006 when the MERGE compares every file of the table)
+    assert int(_stats(lh, dt)["input_rows"]) < 8_000
+    assert_oracle(lh, dt)
+    # a leaving row whose every value is NULL but its id still prunes; the rest is exact
+    lh.sql(f"INSERT INTO {src} VALUES (5000, NULL, NULL), (5001, NULL, 1.5)")
+    assert _refresh(lh, dt)[0] == "INCREMENTAL"
+    lh.sql(f"DELETE FROM {src} WHERE id IN (5001, 4000, 1)")
+    assert _refresh(lh, dt) == ("INCREMENTAL", 0, 3)
+    assert_oracle(lh, dt)
 
 
 def test_auto_recomputes_a_leaderboard_from_the_aggregate_below_it(lh: Lakehouse, unique) -> None:
