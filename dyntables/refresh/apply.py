@@ -177,11 +177,13 @@ def _observed(observation: Any) -> dict[str, Any]:
 
 
 def _bounded_columns(fields: Any) -> list[tuple[str, str]]:
-    """(name, type) of the delta's columns whose bounds can prune the table's files."""
+    """(name, type) of the delta's columns whose bounds can prune the table's files:
+    those with exact literals, and timestamps (carried as microseconds since the epoch,
+    so no time zone comes between the value and its literal)."""
     out = []
     for f in fields:
         type_sql = f.dataType.simpleString()
-        if f.name != W and PRUNABLE_TYPES.match(type_sql):
+        if f.name != W and (PRUNABLE_TYPES.match(type_sql) or type_sql == "timestamp"):
             out.append((f.name, type_sql))
     return out
 
@@ -190,8 +192,10 @@ def _bounds_items(bounded: list[tuple[str, str]]) -> str:
     """MIN, MAX and NULL count of each column over the values that lose copies, as more
     columns of the counting job (no job of their own)."""
     items = []
-    for k, (name, _) in enumerate(bounded):
+    for k, (name, type_sql) in enumerate(bounded):
         c = _q(name)
+        if type_sql == "timestamp":
+            c = f"unix_micros({c})"
         items.append(
             f", MIN(IF({W} < 0, {c}, NULL)) AS _lo{k}, MAX(IF({W} < 0, {c}, NULL)) AS _hi{k}, "
             f"COUNT_IF({W} < 0 AND {c} IS NULL) AS _nl{k}"
@@ -213,9 +217,16 @@ def _losing_ranges(bounded: list[tuple[str, str]], row: Any) -> str | None:
         if lo is None:  # every such value is NULL here
             parts.append(is_null)
             continue
-        between = exp.Between(
-            this=column.copy(), low=literal(lo, type_sql), high=literal(hi, type_sql)
-        )
+        low: exp.Expr
+        high: exp.Expr
+        if type_sql == "timestamp":
+            low, high = (
+                exp.Anonymous(this="timestamp_micros", expressions=[exp.Literal.number(v)])
+                for v in (lo, hi)
+            )
+        else:
+            low, high = literal(lo, type_sql), literal(hi, type_sql)
+        between = exp.Between(this=column.copy(), low=low, high=high)
         parts.append(exp.paren(exp.or_(between, is_null)) if nulls else between)
     return exp.and_(*parts).sql("spark") if parts else None
 

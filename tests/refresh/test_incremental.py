@@ -194,15 +194,16 @@ def test_deletes_in_a_large_table_read_only_the_files_they_can_be_in(
     src, dt = unique("src"), unique("dt")
     lh.sql(
         f"""
-        CREATE TABLE {src} (id BIGINT, tag STRING, v DECIMAL(10,2));
-        INSERT INTO {src} SELECT id, IF(id % 7 = 0, NULL, 't'), id / 10 FROM range(0, 1000);
-        CREATE DYNAMIC TABLE {dt} AS SELECT id, tag, v * 2 AS v2 FROM {src} WHERE v >= 0
+        CREATE TABLE {src} (id BIGINT, tag STRING, v DECIMAL(10,2), ts TIMESTAMP);
+        INSERT INTO {src} SELECT id, IF(id % 7 = 0, NULL, 't'), id / 10,
+          timestamp_micros(id * 1000003) FROM range(0, 1000);
+        CREATE DYNAMIC TABLE {dt} AS SELECT id, tag, v * 2 AS v2, ts FROM {src} WHERE v >= 0
         """
     )
     for i in range(1, 5):  # each refresh appends one file: five disjoint id ranges
         lh.sql(
-            f"INSERT INTO {src} SELECT id, IF(id % 7 = 0, NULL, 't'), id / 10 "
-            f"FROM range({i * 1000}, {(i + 1) * 1000})"
+            f"INSERT INTO {src} SELECT id, IF(id % 7 = 0, NULL, 't'), id / 10, "
+            f"timestamp_micros(id * 1000003) FROM range({i * 1000}, {(i + 1) * 1000})"
         )
         assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
     # corrections of recent rows: one moved, one gone, one with a NULL tag gone
@@ -215,7 +216,7 @@ def test_deletes_in_a_large_table_read_only_the_files_they_can_be_in(
     assert int(_stats(lh, dt)["input_rows"]) < 8_000
     assert_oracle(lh, dt)
     # a leaving row whose every value is NULL but its id still prunes; the rest is exact
-    lh.sql(f"INSERT INTO {src} VALUES (5000, NULL, NULL), (5001, NULL, 1.5)")
+    lh.sql(f"INSERT INTO {src} VALUES (5000, NULL, NULL, NULL), (5001, NULL, 1.5, NULL)")
     assert _refresh(lh, dt)[0] == "INCREMENTAL"
     lh.sql(f"DELETE FROM {src} WHERE id IN (5001, 4000, 1)")
     assert _refresh(lh, dt) == ("INCREMENTAL", 0, 3)
