@@ -75,6 +75,11 @@ def _lit(value: str) -> str:
     return exp.Literal.string(value).sql("spark")
 
 
+def _partition_sql(item: str) -> str:
+    """A partition column, quoted; a transform is kept as the grammar normalized it."""
+    return item if "(" in item else f"`{item}`"
+
+
 def format_interval(seconds: int | None) -> str | None:
     if seconds is None:
         return None
@@ -241,7 +246,9 @@ class Commands:
         verb = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE"
         ddl = f"{verb} {dt.name.sql()} USING iceberg"
         if dt.partitioned_by:
-            ddl += " PARTITIONED BY (" + ", ".join(f"`{c}`" for c in dt.partitioned_by) + ")"
+            ddl += (
+                " PARTITIONED BY (" + ", ".join(_partition_sql(c) for c in dt.partitioned_by) + ")"
+            )
         if dt.comment:
             ddl += f" COMMENT {_lit(dt.comment)}"
         ddl += f" TBLPROPERTIES ({props_sql}) AS SELECT * FROM ({contents}) AS q({col_list})"

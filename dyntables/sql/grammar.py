@@ -79,7 +79,7 @@ def _create(ts: TokenStream) -> Statement:
         if ts.at_end():
             raise ts.error("expected AS <select>")
         if ts.accept("PARTITIONED", "BY"):
-            opts["partitioned_by"] = tuple(_paren_words(ts))
+            opts["partitioned_by"] = tuple(_partition_items(ts))
         elif ts.accept("COMMENT"):
             opts["comment"] = ts.string()
         elif ts.accept("REFRESH_MODE"):
@@ -255,13 +255,42 @@ def _refresh_mode(ts: TokenStream) -> str:
     return mode
 
 
-def _paren_words(ts: TokenStream) -> list[str]:
+# Iceberg's partition transforms, as Spark's DDL writes them
+PARTITION_TRANSFORMS = frozenset({"years", "months", "days", "hours", "bucket", "truncate"})
+
+
+def _partition_items(ts: TokenStream) -> list[str]:
     ts.punct(TokenType.L_PAREN)
-    words = [ts.word()]
+    items = [_partition_item(ts)]
     while ts.accept_punct(TokenType.COMMA):
-        words.append(ts.word())
+        items.append(_partition_item(ts))
     ts.punct(TokenType.R_PAREN)
-    return words
+    return items
+
+
+def _partition_item(ts: TokenStream) -> str:
+    """A column (``a``), or an Iceberg transform of one, kept as written in normal form:
+    ``days(order_ts)``, ``bucket(16, id)``, ``truncate(s, 4)``."""
+    name = ts.word()
+    if not ts.accept_punct(TokenType.L_PAREN):
+        return name
+    if name.lower() not in PARTITION_TRANSFORMS:
+        raise ts.error(
+            f"unknown partition transform {name}: use a column, or years, months, days, "
+            "hours, bucket or truncate of one"
+        )
+    args = [_transform_arg(ts)]
+    while ts.accept_punct(TokenType.COMMA):
+        args.append(_transform_arg(ts))
+    ts.punct(TokenType.R_PAREN)
+    return f"{name.lower()}({', '.join(args)})"
+
+
+def _transform_arg(ts: TokenStream) -> str:
+    tok = ts.peek()
+    if tok is not None and tok.token_type == TokenType.NUMBER:
+        return ts.literal()
+    return f"`{ts.word()}`"
 
 
 def _properties(ts: TokenStream) -> list[tuple[str, str]]:

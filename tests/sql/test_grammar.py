@@ -66,6 +66,17 @@ def test_create_with_every_option() -> None:
     assert stmt.query == "SELECT x AS a, y AS b FROM src"
 
 
+def test_partitioned_by_takes_columns_and_iceberg_transforms() -> None:
+    stmt = parse_statement(
+        "CREATE DYNAMIC TABLE t PARTITIONED BY (DAYS(ts), bucket(16, id), truncate(s, 4), k) "
+        "AS SELECT * FROM src"
+    )
+    assert isinstance(stmt, CreateDynamicTable)
+    assert stmt.partitioned_by == ("days(`ts`)", "bucket(16, `id`)", "truncate(`s`, 4)", "k")
+    with pytest.raises(SqlSyntaxError, match="unknown partition transform upper"):
+        parse_statement("CREATE DYNAMIC TABLE t PARTITIONED BY (upper(s)) AS SELECT * FROM src")
+
+
 def test_create_query_keeps_semicolon_free_raw_text() -> None:
     stmt = parse_statement("CREATE DYNAMIC TABLE t AS\n  SELECT 'a' AS x -- comment\n  FROM s")
     assert isinstance(stmt, CreateDynamicTable)
