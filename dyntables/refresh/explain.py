@@ -172,7 +172,9 @@ def _apply_rule(plan: Plan, table_rows: int | None) -> str:
         )
     else:
         large = (
-            "rewritten" if table_rows is not None and table_rows <= REWRITE_MAX_ROWS else "MERGEd"
+            "rewritten"
+            if table_rows is not None and table_rows <= REWRITE_MAX_ROWS
+            else "MERGEd (only the table's rows within the leaving values' column ranges)"
         )
         parts.append(f"consolidated and counted; appended when it only inserts, else {large}")
     if under_rowwise_root(plan) is not None:
