@@ -83,7 +83,8 @@ def apply_delta(
         consolidated.createOrReplaceTempView(view)
         # collect, not first(): first() is a take(1), which runs a job on one partition
         # and then a second one for the rest
-        bounded = _bounded_columns(consolidated.schema.fields)
+        merges = table_rows is None or table_rows > REWRITE_MAX_ROWS
+        bounded = _bounded_columns(consolidated.schema.fields) if merges else []
         (row,) = spark.sql(
             f"SELECT COALESCE(SUM(IF({W} > 0, {W}, 0)), 0) AS ins, COALESCE(SUM(IF({W} < 0, -{W}, 0)), 0) AS del, "
             f"COUNT_IF({W} < 0) AS neg_values{_bounds_items(bounded)} FROM {view}"
@@ -97,10 +98,10 @@ def apply_delta(
                 f"(SELECT *, explode(sequence(1, {W})) AS {i} FROM {view}) _x"
             )
             return Applied(inserted, deleted)
-        if table_rows is not None and table_rows <= REWRITE_MAX_ROWS:
-            _rewrite_counted(spark, table_sql, columns, f"SELECT * FROM {view}", view_prefix)
-        else:
+        if merges:
             _merge(spark, table_sql, columns, view, _losing_ranges(bounded, row))
+        else:
+            _rewrite_counted(spark, table_sql, columns, f"SELECT * FROM {view}", view_prefix)
         return Applied(inserted, deleted)
     finally:
         consolidated.unpersist()
