@@ -210,7 +210,7 @@ class Planner:
                 return full(ctx)
 
             return FULL, CHANGE_TOO_LARGE, full_estimated
-        if dt.refresh_mode == "AUTO" and ranks_all_rows(compiled.plan.root):
+        if _auto_recomputes(dt, compiled.plan):
             return FULL, WINDOW_OVER_ALL_ROWS, full
 
         incremental_plan = compiled.plan
@@ -239,7 +239,7 @@ class Planner:
         if compiled.plan is None:
             assert compiled.reason is not None
             return FULL, f"{compiled.reason.code}: {compiled.reason.detail}"
-        if dt.refresh_mode == "AUTO" and ranks_all_rows(compiled.plan.root):
+        if _auto_recomputes(dt, compiled.plan):
             return FULL, WINDOW_OVER_ALL_ROWS_DETAIL
         return INCREMENTAL, "every operator has a delta rule"
 
@@ -247,6 +247,11 @@ class Planner:
         from dyntables.refresh.explain import explain
 
         return explain(self, dt)
+
+
+def _auto_recomputes(dt: DynamicTableDef, plan: Plan) -> bool:
+    """AUTO's choice of FULL by the query's shape (refresh and EXPLAIN ask the same)."""
+    return dt.refresh_mode == "AUTO" and ranks_all_rows(plan.root)
 
 
 @contextmanager
