@@ -29,7 +29,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -283,14 +283,18 @@ def _check_agree(lh: Lakehouse, methods: list[Any], insert_only: bool) -> None:
                 )
 
 
-def run(args: argparse.Namespace) -> list[Measurement]:
+def run(
+    args: argparse.Namespace, save: Callable[[list[Measurement]], object] = lambda _: None
+) -> list[Measurement]:
+    """Every (size, kind, change, round); ``save`` gets the measurements so far after each
+    round, so a long run stopped half-way keeps what it measured."""
     results: list[Measurement] = []
     sizes = [parse_count(s) for s in args.orders.split(",")]
     changes = [float(c) for c in args.changes.split(",")]
     kinds = args.kinds.split(",")
     for size in sizes:
         for kind in kinds:
-            results += _run_size(args, size, kind, changes)
+            _run_size(args, size, kind, changes, results, save)
     return results
 
 
@@ -312,9 +316,13 @@ def bench_lakehouse(args: argparse.Namespace) -> Iterator[Lakehouse]:
 
 
 def _run_size(
-    args: argparse.Namespace, size: int, kind: str, changes: list[float]
-) -> list[Measurement]:
-    out: list[Measurement] = []
+    args: argparse.Namespace,
+    size: int,
+    kind: str,
+    changes: list[float],
+    out: list[Measurement],
+    save: Callable[[list[Measurement]], object],
+) -> None:
     with bench_lakehouse(args) as lh:
         print(f"# {size:,} orders, {kind} batches: loading", flush=True)
         t0 = time.perf_counter()
@@ -362,7 +370,7 @@ def _run_size(
                 print(f"  {pct}% ({change:,} rows) round {r}: " + " ".join(line), flush=True)
                 if args.check:
                     _check_agree(lh, methods, kind == "insert")
-    return out
+                save(out)
 
 
 def summarize(results: list[Measurement]) -> str:
@@ -418,7 +426,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args(argv)
     started = datetime.now(UTC)
-    results = run(args)
+    results = run(
+        args, lambda so_far: write_results(args.out, "pipeline", started, argv, {}, so_far)
+    )
     path = write_results(args.out, "pipeline", started, argv, {}, results)
     print(summarize(results))
     print(f"results: {path}")
