@@ -173,11 +173,10 @@ def full_build(
     for key, node in aggregate_nodes(plan):
         name = state_table_name(catalog, dt_id, key, generation)
         build = agg.build_sql(node, renderer.rel(node.child, NEW)).sql("spark")
-        # WAP is enabled only after the build, so the CTAS itself commits (not staged)
+        # no WAP on state: its writes commit directly (see incremental._StateWrite)
         spark.sql(
             f"CREATE TABLE {name.sql()} USING iceberg TBLPROPERTIES ('dyntables.state_of'='{dt_id}') AS {build}"
         )
-        spark.sql(f"ALTER TABLE {name.sql()} SET TBLPROPERTIES ('write.wap.enabled'='true')")
         table = load_table(spark, name)
         snapshot = table.current_snapshot_id() if table else None
         states[key] = {"table": str(name), "snapshot": snapshot}
@@ -187,7 +186,6 @@ def full_build(
             spark.sql(
                 f"CREATE TABLE {dname.sql()} USING iceberg TBLPROPERTIES ('dyntables.state_of'='{dt_id}') AS {dbuild}"
             )
-            spark.sql(f"ALTER TABLE {dname.sql()} SET TBLPROPERTIES ('write.wap.enabled'='true')")
             dtable = load_table(spark, dname)
             states[f"{key}_d{j}"] = {
                 "table": str(dname),

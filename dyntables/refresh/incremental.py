@@ -1,6 +1,8 @@
 """INCREMENTAL refresh: read the source deltas, push them through the compiled plan,
-update aggregate state, and apply the resulting delta to the table. Every write is
-WAP-staged; the runner publishes state tables, then the table (the commit point)."""
+update aggregate state, and apply the resulting delta to the table. The table's write
+is WAP-staged and the runner publishes it (the commit point); aggregate state commits
+directly, and a refresh that fails after that is undone by the next one, which rolls
+the state back to the snapshot the table recorded."""
 
 from __future__ import annotations
 
@@ -16,7 +18,13 @@ from dyntables.ivm.sqlb import alias, raise_error, select, sub
 from dyntables.plan.build import Plan
 from dyntables.plan.ops import Aggregate, Filter, Project
 from dyntables.refresh import faults
-from dyntables.refresh.apply import REWRITE_MAX_ROWS, Applied, append_delta, apply_delta
+from dyntables.refresh.apply import (
+    DYNTABLES_PREFIX,
+    REWRITE_MAX_ROWS,
+    Applied,
+    append_delta,
+    apply_delta,
+)
 from dyntables.refresh.changes import APPEND, INITIAL, NONE, Capture, read_changes
 from dyntables.refresh.compiled import (
     BoundSources,
@@ -131,11 +139,12 @@ def incremental_refresh(
                     spark.sql(agg.distinct_rewrite_statement(node, dname.sql(), dview))
                 else:
                     spark.sql(agg.distinct_merge_statement(node, dname.sql(), dview))
-                dstaged = load_table(spark, dname)
-                dsnap = dstaged.staged_snapshot(ctx.job_id) if dstaged is not None else None
-                if dsnap is not None:
-                    publish_first.append((dname, dsnap.snapshot_id))
-                    states[dkey] = {"table": str(dname), "snapshot": dsnap.snapshot_id}
+                dafter, dstaged = written_snapshot(
+                    spark, dname, ctx.job_id, snapshot_of(states[dkey])
+                )
+                if dstaged and dafter is not None:
+                    publish_first.append((dname, dafter))
+                states[dkey] = {"table": str(dname), "snapshot": dafter}
             change = spark.sql(
                 agg.change_sql(node, child_delta, state_old, state_types, distinct_views).sql(
                     "spark"
@@ -217,9 +226,27 @@ def incremental_refresh(
 UNWRITTEN = "dyntables: internal error: read the new state before it was written:"
 
 
+def written_snapshot(
+    spark: Any, name: TableName, job_id: str, before: int | None
+) -> tuple[int | None, bool]:
+    """The state snapshot a write just made, and whether it is staged (a state table
+    created before state writes committed directly still has WAP on)."""
+    table = load_table(spark, name)
+    if table is None:
+        raise StateMissingError(f"{DYNTABLES_PREFIX}state table {name} is missing")
+    current = table.current_snapshot_id()
+    if current != before:
+        return current, False
+    staged = table.staged_snapshot(job_id)
+    return (staged.snapshot_id, True) if staged is not None else (before, False)
+
+
 class _StateWrite:
-    """One aggregate's state update (rewrite of a small state, MERGE of a large one),
-    WAP-staged; ``after`` is the state snapshot the table will reflect."""
+    """One aggregate's state update (rewrite of a small state, MERGE of a large one).
+    It commits at once, not staged: nothing reads a state table but its own dynamic
+    table's refresh, which reads the snapshot the table recorded and rolls back a state
+    committed by a refresh that then failed (``_recover_state``). That saves a publish
+    commit per aggregate. ``after`` is the state snapshot the table will reflect."""
 
     def __init__(
         self,
@@ -243,10 +270,8 @@ class _StateWrite:
             self.spark.sql(agg.rewrite_statement(self.node, self.name.sql(), self.change_view))
         else:
             self.spark.sql(agg.merge_statement(self.node, self.name.sql(), self.change_view))
-        staged = load_table(self.spark, self.name)
-        snap = staged.staged_snapshot(self.job_id) if staged is not None else None
-        if snap is not None:
-            self.staged = self.after = snap.snapshot_id
+        self.after, staged = written_snapshot(self.spark, self.name, self.job_id, self.after)
+        self.staged = self.after if staged else None
 
 
 def under_rowwise_root(plan: Plan) -> Aggregate | None:
@@ -308,12 +333,18 @@ def snapshot_of(info: Mapping[str, object]) -> int | None:
 
 
 def _recover_state(spark: Any, states: dict[str, dict[str, object]]) -> None:
-    """Undo state published by a refresh that crashed before its table commit."""
+    """Undo state committed by a refresh that failed before its table commit."""
     for info in states.values():
         name = table_name_of(info)
         table = load_table(spark, name)
         if table is None:
-            raise StateMissingError(f"state table {name} is missing")
-        recorded = snapshot_of(info)
-        if recorded is not None and table.current_snapshot_id() != recorded:
+            raise StateMissingError(f"{DYNTABLES_PREFIX}state table {name} is missing")
+        recorded, current = snapshot_of(info), table.current_snapshot_id()
+        if recorded is not None and current != recorded:
             table.rollback_to(recorded)
+        elif recorded is None and current is not None:
+            # there is no snapshot to go back to: the refresh falls back to FULL, which
+            # builds new state
+            raise StateMissingError(
+                f"{DYNTABLES_PREFIX}state table {name} was written after the refresh that recorded it"
+            )

@@ -119,3 +119,28 @@ def test_process_killed_mid_refresh(tmp_path: Path, point: str) -> None:
         """
     )
     subprocess.run([sys.executable, "-c", check, str(warehouse)], check=True, env=env, timeout=300)
+
+
+def test_failure_after_the_state_of_an_empty_source_was_written(
+    lh: Lakehouse, unique, fail_at
+) -> None:
+    """Aggregate state commits before the table does: the state a failed refresh wrote
+    over a source that was empty at the last refresh is rolled back, not read."""
+    src, dt = unique("src"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (k STRING, v INT);
+        CREATE DYNAMIC TABLE {dt} AS {QUERIES["aggregate"].format(src=src)};
+        INSERT INTO {src} VALUES ('a', 1), ('b', 2)
+        """
+    )
+    fail_at("after_write")
+    with pytest.raises(faults.InjectedFault):
+        lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
+    faults.install(None)
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == []
+    lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
+    assert_oracle(lh, dt)
+    lh.sql(f"INSERT INTO {src} VALUES ('a', 5)")
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+    assert_oracle(lh, dt)
