@@ -51,12 +51,19 @@ def plot(results: list[Measurement], out: Path) -> list[Path]:
     sizes = sorted({m.orders for m in results})
     kinds = sorted({m.kind for m in results})
     changes = sorted({m.change_pct for m in results})
-    # the size measured at the most change sizes (the biggest of those): one curve per method
-    biggest = max(sizes, key=lambda n: (len({m.change_pct for m in results if m.orders == n}), n))
     fig, axes = plt.subplots(
         len(kinds), len(LAYERS), figsize=(4 * len(LAYERS), 3.2 * len(kinds)), squeeze=False
     )
     for r, kind in enumerate(kinds):
+        # per batch kind, the size measured at the most change sizes (the biggest of those)
+        measured = [n for n in sizes if any(m.orders == n and m.kind == kind for m in results)]
+        biggest = max(
+            measured,
+            key=lambda n: (
+                len({m.change_pct for m in results if (m.orders, m.kind) == (n, kind)}),
+                n,
+            ),
+        )
         for c, layer in enumerate(LAYERS):
             ax = axes[r][c]
             for method, label in METHODS.items():
@@ -96,7 +103,8 @@ def plot(results: list[Measurement], out: Path) -> list[Path]:
             by_rows.setdefault(round(m.orders * m.change_pct / 100), set()).add(m.orders)
     shared = [rows for rows, found in sorted(by_rows.items()) if len(found) > 1]
     if shared:
-        rows = shared[-1]
+        # the yardstick, 10k changed orders, where both sizes have it
+        rows = 10_000 if 10_000 in shared else shared[-1]
 
         def at(size: int, layer: str, method: str) -> float | None:
             values = [
