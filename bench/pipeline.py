@@ -81,7 +81,8 @@ class Meter:
     ``measure``; a dyntables refresh sets its own job group, so jobs are told apart by id."""
 
     def __init__(self, spark: Any) -> None:
-        self.store = spark.sparkContext._jsc.sc().statusStore()
+        self.sc = spark.sparkContext._jsc.sc()
+        self.store = self.sc.statusStore()
 
     def _job_ids(self) -> list[int]:
         return [int(j.jobId()) for j in _seq(self.store.jobsList(None))]
@@ -95,15 +96,19 @@ class Meter:
             yield out
         finally:
             out["seconds"] = time.perf_counter() - t0
-            total = 0
+            # the store is fed by the listener bus, asynchronously: without waiting, the
+            # last stages' input metrics were sometimes missing
+            self.sc.listenerBus().waitUntilEmpty(10_000)
+            stages: set[int] = set()  # a stage two jobs share is listed by both
             for job in _seq(self.store.jobsList(None)):
-                if int(job.jobId()) in before:
-                    continue
-                for stage in _seq(job.stageIds()):
-                    try:  # a skipped stage (its shuffle output reused) read nothing
-                        total += int(self.store.lastStageAttempt(stage).inputRecords())
-                    except Exception:
-                        pass
+                if int(job.jobId()) not in before:
+                    stages.update(int(s) for s in _seq(job.stageIds()))
+            total = 0
+            for stage in stages:
+                try:  # a skipped stage (its shuffle output reused) read nothing
+                    total += int(self.store.lastStageAttempt(stage).inputRecords())
+                except Exception:
+                    pass
             out["input_rows"] = total
 
 

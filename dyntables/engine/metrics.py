@@ -28,14 +28,18 @@ def input_rows(spark: Any, job_group: str) -> int | None:
             pass
         store = jsc.statusStore()
         tracker = sc.statusTracker()
-        total = 0
+        # a stage two jobs share (both writes of a refresh wait on one cached change)
+        # is listed by both and read its input once
+        stages: set[int] = set()
         for job_id in tracker.getJobIdsForGroup(job_group):
             info = tracker.getJobInfo(job_id)
-            for stage in info.stageIds if info is not None else ():
-                try:
-                    total += int(store.lastStageAttempt(stage).inputRecords())
-                except Exception:  # skipped or already evicted from the store
-                    pass
+            stages.update(info.stageIds if info is not None else ())
+        total = 0
+        for stage in stages:
+            try:
+                total += int(store.lastStageAttempt(stage).inputRecords())
+            except Exception:  # skipped or already evicted from the store
+                pass
         return total
     except Exception:  # metrics are a report, never a reason to fail a refresh
         return None
