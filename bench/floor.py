@@ -15,7 +15,10 @@ from dyntables import Lakehouse
 
 
 def _jobs(lh: Lakehouse) -> int:
-    return int(lh.spark.sparkContext._jsc.sc().statusStore().jobsList(None).size())
+    # the highest job id, not the number of jobs listed: the status store keeps only the
+    # last spark.ui.retainedJobs (1000) and drops older ones in batches
+    jobs = lh.spark.sparkContext._jsc.sc().statusStore().jobsList(None)
+    return max((int(jobs.apply(i).jobId()) + 1 for i in range(jobs.size())), default=0)
 
 
 def measure(rounds: int) -> dict[str, float]:

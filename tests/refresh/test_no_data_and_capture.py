@@ -11,7 +11,10 @@ from tests.oracle import assert_oracle
 
 def _jobs_started(lh: Lakehouse) -> int:
     """Spark's own job counter: every job of the application, whatever its group."""
-    return int(lh.spark.sparkContext._jsc.sc().statusStore().jobsList(None).size())
+    # the highest job id, not the number of jobs listed: the status store keeps only the
+    # last spark.ui.retainedJobs (1000) and drops older ones in batches
+    jobs = lh.spark.sparkContext._jsc.sc().statusStore().jobsList(None)
+    return max((int(jobs.apply(i).jobId()) + 1 for i in range(jobs.size())), default=0)
 
 
 def test_no_data_refresh_runs_no_spark_job_and_makes_no_commit(lh: Lakehouse, unique) -> None:
