@@ -12,13 +12,7 @@ import tempfile
 import time
 
 from dyntables import Lakehouse
-
-
-def _jobs(lh: Lakehouse) -> int:
-    # the highest job id, not the number of jobs listed: the status store keeps only the
-    # last spark.ui.retainedJobs (1000) and drops older ones in batches
-    jobs = lh.spark.sparkContext._jsc.sc().statusStore().jobsList(None)
-    return max((int(jobs.apply(i).jobId()) + 1 for i in range(jobs.size())), default=0)
+from dyntables.engine.metrics import jobs_started
 
 
 def measure(rounds: int) -> dict[str, float]:
@@ -38,11 +32,11 @@ def measure(rounds: int) -> dict[str, float]:
         }
         jobs_in_no_data = 0
         for i in range(rounds):
-            before = _jobs(lh)
+            before = jobs_started(lh.spark)
             t0 = time.perf_counter()
             result = lh.sql("REFRESH DYNAMIC TABLE d")  # the statement's result frame is lazy
             times["NO_DATA refresh"].append(time.perf_counter() - t0)
-            jobs_in_no_data += _jobs(lh) - before
+            jobs_in_no_data += jobs_started(lh.spark) - before
             assert result.first().refresh_mode == "NO_DATA"
             t0 = time.perf_counter()
             lh.spark.sql("SELECT 1").collect()

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from dyntables import Lakehouse
+from dyntables.engine.metrics import stages_input_rows
 
 PRODUCTS = 10_000
 CATEGORIES = 50
@@ -99,17 +100,11 @@ class Meter:
             # the store is fed by the listener bus, asynchronously: without waiting, the
             # last stages' input metrics were sometimes missing
             self.sc.listenerBus().waitUntilEmpty(10_000)
-            stages: set[int] = set()  # a stage two jobs share is listed by both
+            stages: set[int] = set()
             for job in _seq(self.store.jobsList(None)):
                 if int(job.jobId()) not in before:
                     stages.update(int(s) for s in _seq(job.stageIds()))
-            total = 0
-            for stage in stages:
-                try:  # a skipped stage (its shuffle output reused) read nothing
-                    total += int(self.store.lastStageAttempt(stage).inputRecords())
-                except Exception:
-                    pass
-            out["input_rows"] = total
+            out["input_rows"] = stages_input_rows(self.store, stages)
 
 
 def _seq(seq: Any) -> list[Any]:

@@ -28,18 +28,31 @@ def input_rows(spark: Any, job_group: str) -> int | None:
             pass
         store = jsc.statusStore()
         tracker = sc.statusTracker()
-        # a stage two jobs share (both writes of a refresh wait on one cached change)
-        # is listed by both and read its input once
         stages: set[int] = set()
         for job_id in tracker.getJobIdsForGroup(job_group):
             info = tracker.getJobInfo(job_id)
             stages.update(info.stageIds if info is not None else ())
-        total = 0
-        for stage in stages:
-            try:
-                total += int(store.lastStageAttempt(stage).inputRecords())
-            except Exception:  # skipped or already evicted from the store
-                pass
-        return total
+        return stages_input_rows(store, stages)
     except Exception:  # metrics are a report, never a reason to fail a refresh
         return None
+
+
+def stages_input_rows(store: Any, stages: set[int]) -> int:
+    """Input records of these stages, from the status store. A set: a stage two jobs
+    share (both writes of a refresh wait on one cached change) is listed by both and
+    read its input once."""
+    total = 0
+    for stage in stages:
+        try:
+            total += int(store.lastStageAttempt(stage).inputRecords())
+        except Exception:  # skipped or already evicted from the store
+            pass
+    return total
+
+
+def jobs_started(spark: Any) -> int:
+    """How many Spark jobs the application has started: the highest job id, not the
+    number listed, since the status store keeps only the last ``spark.ui.retainedJobs``
+    and drops older ones in batches."""
+    jobs = spark.sparkContext._jsc.sc().statusStore().jobsList(None)
+    return max((int(jobs.apply(i).jobId()) + 1 for i in range(jobs.size())), default=0)

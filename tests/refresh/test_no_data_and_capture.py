@@ -6,15 +6,8 @@ import json
 
 from dyntables import Lakehouse
 from dyntables.catalog.iceberg import load_table
+from dyntables.engine.metrics import jobs_started
 from tests.oracle import assert_oracle
-
-
-def _jobs_started(lh: Lakehouse) -> int:
-    """Spark's own job counter: every job of the application, whatever its group."""
-    # the highest job id, not the number of jobs listed: the status store keeps only the
-    # last spark.ui.retainedJobs (1000) and drops older ones in batches
-    jobs = lh.spark.sparkContext._jsc.sc().statusStore().jobsList(None)
-    return max((int(jobs.apply(i).jobId()) + 1 for i in range(jobs.size())), default=0)
 
 
 def test_no_data_refresh_runs_no_spark_job_and_makes_no_commit(lh: Lakehouse, unique) -> None:
@@ -24,19 +17,19 @@ def test_no_data_refresh_runs_no_spark_job_and_makes_no_commit(lh: Lakehouse, un
     snapshots = lh.sql(f"SELECT count(*) FROM public.{dt}.snapshots").first()[0]
     registry = lh.commands.registry
     registry.history.flush()  # the journal is moved into the history table every 100 rows
-    jobs = _jobs_started(lh)
+    jobs = jobs_started(lh.spark)
     outcome = registry.refresher.refresh(registry.get(lh.qualify(dt)))
     assert outcome.refresh_mode == "NO_DATA"
-    assert _jobs_started(lh) == jobs  # not even for its history row
+    assert jobs_started(lh.spark) == jobs  # not even for its history row
     assert lh.sql(f"SELECT count(*) FROM public.{dt}.snapshots").first()[0] == snapshots
     latest = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
     assert (latest.refresh_mode, latest.job_id) == ("NO_DATA", outcome.job_id)
     # while an incremental refresh does run jobs
     lh.sql(f"INSERT INTO {src} VALUES ('a', 2)")
-    jobs = _jobs_started(lh)
+    jobs = jobs_started(lh.spark)
     outcome = registry.refresher.refresh(registry.get(lh.qualify(dt)))
     assert outcome.refresh_mode == "INCREMENTAL"
-    assert _jobs_started(lh) > jobs
+    assert jobs_started(lh.spark) > jobs
 
 
 def _stats(lh: Lakehouse, dt: str) -> dict[str, str]:
