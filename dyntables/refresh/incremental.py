@@ -13,8 +13,9 @@ from sqlglot import exp
 
 from dyntables.catalog.iceberg import load_table
 from dyntables.ivm import aggregate as agg
+from dyntables.ivm.cost import join_reads_large_side
 from dyntables.ivm.rules import NEW, Materialized, Renderer, keeps_inserts_positive
-from dyntables.ivm.sqlb import alias, raise_error, select, sub
+from dyntables.ivm.sqlb import W, alias, raise_error, select, sub
 from dyntables.plan.build import Plan
 from dyntables.plan.ops import Aggregate, Filter, Project
 from dyntables.refresh import faults
@@ -33,6 +34,7 @@ from dyntables.refresh.compiled import (
     delta_output_sql,
     table_ref,
 )
+from dyntables.refresh.estimate import ReadEstimate, ReadWeigher
 from dyntables.sql.tokens import TableName
 
 if TYPE_CHECKING:
@@ -53,7 +55,10 @@ def incremental_refresh(
     captures: Mapping[str, Capture],
     columns: list[str],
     source_columns: Mapping[str, list[str]],
+    recompute_if: Callable[[ReadEstimate], bool] | None = None,
 ) -> WriteResult:
+    """``recompute_if`` (AUTO): given the delta's estimated reads, whether to recompute
+    instead; asked before anything is written, and answered with RecomputeCheaper."""
     from pyspark import StorageLevel
 
     from dyntables.refresh.runner import WriteResult
@@ -103,6 +108,8 @@ def incremental_refresh(
         )
         renderer = Renderer(sources)
         sources.renderer = renderer
+        if recompute_if is not None:
+            _weigh_before_writing(ctx, plan, captures, sources, states, recompute_if)
         publish_first: list[tuple[TableName, int]] = []
         writes: list[_StateWrite] = []
         deferred: _StateWrite | None = None
@@ -230,6 +237,47 @@ def incremental_refresh(
 
 
 UNWRITTEN = "dyntables: internal error: read the new state before it was written:"
+
+
+def _weigh_before_writing(
+    ctx: RefreshContext,
+    plan: Plan,
+    captures: Mapping[str, Capture],
+    sources: BoundSources,
+    states: Mapping[str, Mapping[str, object]],
+    recompute_if: Callable[[ReadEstimate], bool],
+) -> None:
+    """AUTO: weigh every statement the delta rules will run (each aggregate's input, and
+    what lies above the last aggregate) before anything is written; RecomputeCheaper
+    when their reads reach a recompute's. Above an aggregate, its state before the
+    refresh stands in for both its values and its change: the change's size hardly
+    matters there (no key range reaches through an aggregate, so its join terms read the
+    other side whole either way), and overcounting it errs towards recomputing a
+    statement that reads the unchanged side whole anyway."""
+    tops = [n.child for _, n in aggregate_nodes(plan)]
+    if not isinstance(plan.root, Aggregate):
+        tops.append(plan.root)
+    if not any(join_reads_large_side(t, sources.delta_views, sources.source_rows) for t in tops):
+        return
+    spark = ctx.spark
+    renderer = Renderer(sources)
+    for key, node in aggregate_nodes(plan):
+        state = select(["*"], table_ref(table_name_of(states[key]), snapshot_of(states[key])))
+        value = agg.finalized(node, state, avg_types(spark, renderer, node))
+        changed = renderer.delta(node.child) is not None
+        stand_in = select(["*", alias(exp.Literal.number(1), W)], sub(value)) if changed else None
+        renderer.materialized[id(node)] = Materialized(value, value.copy(), stand_in)
+    cached_reads = sum(
+        c.read_rows for c in captures.values() if c.method not in (APPEND, INITIAL, NONE)
+    )
+    weigher = ReadWeigher(
+        spark, recompute_if, ctx.stats, cached_reads, ctx.table.total_records() or 0
+    )
+    for top in tops:
+        delta = renderer.delta(top)
+        if delta is not None:
+            weigher.weigh(delta.sql("spark"), renderer.rel(top, NEW).sql("spark"))
+    weigher.decide()
 
 
 def written_snapshot(

@@ -13,6 +13,10 @@ Every FULL carries a stable reason code that the user sees in history and EXPLAI
                               re-added) between the recorded and the current snapshot
   STATE_MISSING               aggregate state is missing (e.g. created by an older version)
   CHANGE_TOO_LARGE            AUTO: the change is a large share of the sources (estimate recorded)
+  DELTA_READS_TOO_MUCH        AUTO: a join's delta would read at least half the rows a
+                              recompute reads and writes (its unchanged side cannot be
+                              pruned to the change's keys); estimated from Iceberg's file
+                              statistics before the statement runs (estimate recorded)
   WINDOW_OVER_ALL_ROWS        AUTO: the query ranks all its input rows (a window without
                               PARTITION BY over the sources' rows): any change re-ranks every
                               row, and recomputing reads the input once where the window's
@@ -37,6 +41,7 @@ from dyntables.plan.build import NotIncremental, Plan, build_plan
 from dyntables.plan.ops import scans
 from dyntables.refresh.changes import NONE, Capture, plan_capture
 from dyntables.refresh.compiled import aggregate_nodes, state_keys
+from dyntables.refresh.estimate import ReadEstimate, RecomputeCheaper
 from dyntables.refresh.full import full_refresh
 from dyntables.refresh.full import qualifier as _qualifier
 from dyntables.refresh.history import FULL, INCREMENTAL
@@ -52,6 +57,7 @@ REQUESTED_FULL = "REFRESH_MODE_FULL"
 FORCED_FULL = "FORCED_FULL"
 STATE_MISSING = "STATE_MISSING"
 CHANGE_TOO_LARGE = "CHANGE_TOO_LARGE"
+DELTA_READS_TOO_MUCH = "DELTA_READS_TOO_MUCH"
 WINDOW_OVER_ALL_ROWS = "WINDOW_OVER_ALL_ROWS"
 WINDOW_OVER_ALL_ROWS_DETAIL = (
     f"{WINDOW_OVER_ALL_ROWS}: AUTO recomputes a window without PARTITION BY over the "
@@ -60,9 +66,10 @@ WINDOW_OVER_ALL_ROWS_DETAIL = (
 )
 INCONSISTENT_STATE = "INCONSISTENT_STATE"
 
-# AUTO recomputes when the estimated change is at least this share of the source rows,
-# and the sources are big enough for the difference to matter (small tables stay
-# incremental, so what a user sees on a sample is what they get on real data)
+# AUTO recomputes when the estimated change (or what a join's delta reads) is at least
+# this share of the source rows (or of what recomputing reads), and the sources are big
+# enough for the difference to matter (small tables stay incremental, so what a user
+# sees on a sample is what they get on real data)
 FULL_THRESHOLD = 0.5
 FULL_MIN_ROWS = 100_000
 
@@ -214,14 +221,22 @@ class Planner:
             return FULL, WINDOW_OVER_ALL_ROWS, full
 
         incremental_plan = compiled.plan
+        recompute_if = _reads_too_much if dt.refresh_mode == "AUTO" else None
 
         def incremental(ctx: RefreshContext) -> WriteResult:
             ctx.stats["estimate.changed_rows"] = changed
             try:
                 with small_change_settings(ctx.spark, changed):
                     return incremental_refresh(
-                        ctx, incremental_plan, captures, compiled.columns, compiled.source_columns
+                        ctx,
+                        incremental_plan,
+                        captures,
+                        compiled.columns,
+                        compiled.source_columns,
+                        recompute_if,
                     )
+            except RecomputeCheaper:
+                return replace(full(ctx), mode=FULL, reason=DELTA_READS_TOO_MUCH)
             except Exception as exc:
                 if "dyntables: " not in str(exc):
                     raise
@@ -247,6 +262,13 @@ class Planner:
         from dyntables.refresh.explain import explain
 
         return explain(self, dt)
+
+
+def _reads_too_much(estimate: ReadEstimate) -> bool:
+    return (
+        estimate.full_rows >= FULL_MIN_ROWS
+        and estimate.delta_rows >= FULL_THRESHOLD * estimate.full_cost
+    )
 
 
 def _auto_recomputes(dt: DynamicTableDef, plan: Plan) -> bool:

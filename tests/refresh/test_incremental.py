@@ -8,7 +8,7 @@ import json
 from dyntables import Lakehouse
 from dyntables.catalog.iceberg import load_table
 from dyntables.ivm import rules
-from dyntables.refresh import apply
+from dyntables.refresh import apply, planner
 from tests.oracle import assert_oracle
 
 
@@ -221,6 +221,83 @@ def test_deletes_in_a_large_table_read_only_the_files_they_can_be_in(
     lh.sql(f"DELETE FROM {src} WHERE id IN (5001, 4000, 1)")
     assert _refresh(lh, dt) == ("INCREMENTAL", 0, 3)
     assert_oracle(lh, dt)
+
+
+def test_auto_recomputes_a_join_whose_change_spans_the_other_side(
+    lh: Lakehouse, unique, monkeypatch
+) -> None:
+    """A join's delta reads its unchanged side within the change's key range. New keys
+    in one corner of it: AUTO stays incremental. New keys at both ends: the delta would
+    read all of it, as recomputing does, so AUTO recomputes (DELTA_READS_TOO_MUCH, the
+    estimate in stats); REFRESH_MODE = INCREMENTAL keeps the rule."""
+    monkeypatch.setattr(rules, "PRUNE_MIN_ROWS", 1_000)
+    monkeypatch.setattr(planner, "FULL_MIN_ROWS", 1_000)
+    big, small, auto, inc = unique("big"), unique("small"), unique("auto"), unique("inc")
+    lh.sql(f"CREATE TABLE {big} (k BIGINT, v DECIMAL(10,2))")
+    for i in range(5):  # five files with disjoint key ranges
+        lh.sql(f"INSERT INTO {big} SELECT id, id / 100 FROM range({i * 1000}, {(i + 1) * 1000})")
+    join = f"SELECT b.k, b.v, x.tag FROM {big} b JOIN {small} x ON b.k = x.k"
+    lh.sql(
+        f"""
+        CREATE TABLE {small} (k BIGINT, tag STRING);
+        INSERT INTO {small} VALUES (1, 'a');
+        CREATE DYNAMIC TABLE {auto} REFRESH_MODE = AUTO AS {join};
+        CREATE DYNAMIC TABLE {inc} REFRESH_MODE = INCREMENTAL AS {join}
+        """
+    )
+    lh.sql(f"INSERT INTO {small} VALUES (3500, 'b'), (3501, 'c')")
+    assert _refresh(lh, auto)[0] == "INCREMENTAL"
+    stats = _stats(lh, auto)
+    assert int(stats["estimate.full_read_rows"]) >= 5_000
+    assert int(stats["estimate.delta_read_rows"]) < 2_000  # one file of big, not five
+    assert _refresh(lh, inc)[0] == "INCREMENTAL"
+
+    before = _current(lh, auto)
+    lh.sql(f"INSERT INTO {small} VALUES (10, 'd'), (4990, 'e')")
+    assert _refresh(lh, auto)[0] == "FULL"
+    stats = _stats(lh, auto)
+    assert stats["full_reason"] == "DELTA_READS_TOO_MUCH"
+    assert int(stats["estimate.delta_read_rows"]) >= 5_000
+    assert _current(lh, auto) != before
+    assert _refresh(lh, inc)[0] == "INCREMENTAL"
+    for dt in (auto, inc):
+        assert_oracle(lh, dt)
+    assert lh.sql(f"SELECT count(*) FROM {auto}").first()[0] == 5
+    # a change of the big side reads the small one whole: nothing to weigh
+    lh.sql(f"INSERT INTO {big} VALUES (7000, 1.5), (3500, 2.5)")
+    assert _refresh(lh, auto)[0] == "INCREMENTAL"
+    assert "estimate.delta_read_rows" not in _stats(lh, auto)
+    assert_oracle(lh, auto)
+
+
+def test_auto_weighs_a_join_over_an_aggregate_before_writing_its_state(
+    lh: Lakehouse, unique, monkeypatch
+) -> None:
+    """A join above an aggregate is weighed before anything is written, the aggregate's
+    state standing in for its change. Recomputing builds new state; the next
+    incremental refresh starts from it and is exact."""
+    monkeypatch.setattr(rules, "PRUNE_MIN_ROWS", 1_000)
+    monkeypatch.setattr(planner, "FULL_MIN_ROWS", 1_000)
+    big, small, dt = unique("big"), unique("small"), unique("above")
+    lh.sql(
+        f"""
+        CREATE TABLE {big} AS SELECT id AS k, id / 100 AS v FROM range(5000);
+        CREATE TABLE {small} (k BIGINT, tag STRING);
+        INSERT INTO {small} VALUES (1, 'a');
+        CREATE DYNAMIC TABLE {dt} REFRESH_MODE = AUTO AS SELECT b.k, b.v, a.n FROM {big} b
+          JOIN (SELECT k, COUNT(*) AS n FROM {small} GROUP BY k) a ON b.k = a.k
+        """
+    )
+    # the aggregate's delta meets big unpruned: as much reading as recomputing
+    lh.sql(f"INSERT INTO {small} VALUES (3500, 'b'), (1, 'c')")
+    assert _refresh(lh, dt)[0] == "FULL"
+    assert _stats(lh, dt)["full_reason"] == "DELTA_READS_TOO_MUCH"
+    assert_oracle(lh, dt)
+    monkeypatch.setattr(planner, "FULL_MIN_ROWS", 10**12)  # never recompute
+    lh.sql(f"INSERT INTO {small} VALUES (3500, 'd'), (7, 'e')")
+    assert _refresh(lh, dt)[0] == "INCREMENTAL"
+    assert_oracle(lh, dt)
+    assert lh.sql(f"SELECT n FROM {dt} WHERE k = 3500").collect() == [(2,)]
 
 
 def test_auto_recomputes_a_leaderboard_from_the_aggregate_below_it(lh: Lakehouse, unique) -> None:
