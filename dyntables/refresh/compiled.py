@@ -65,6 +65,8 @@ class BoundSources:
     _rows: dict[str, int | None] = field(default_factory=dict)
     _bounds: dict[tuple[str, str], tuple[exp.Expr, exp.Expr] | None] = field(default_factory=dict)
     renderer: Renderer | None = None
+    # EXPLAIN: delta views are names, not views; bounds render as placeholders
+    symbolic: bool = False
 
     def scan_rel(self, scan: Scan, version: str) -> exp.Query:
         snapshot = (self.old if version == OLD else self.new)[str(scan.table)]
@@ -97,6 +99,11 @@ class BoundSources:
         if view is None or column not in scan.out:
             return None
         source_column = scan.source_columns[scan.out.index(column)]
+        if self.symbolic:
+            low, high = (
+                exp.Placeholder(this=f"{view}_{source_column}_{end}") for end in ("min", "max")
+            )
+            return low, high
         key = (view, source_column)
         if key not in self._bounds:
             df = self.spark.table(view).selectExpr(

@@ -16,7 +16,7 @@ from dyntables.ivm import aggregate as agg
 from dyntables.ivm.rules import Materialized, Renderer, keeps_inserts_positive
 from dyntables.ivm.sqlb import select
 from dyntables.plan.build import Plan
-from dyntables.plan.ops import Aggregate, Join, Node, Window
+from dyntables.plan.ops import Aggregate, Join, Node, Window, walk_post_order
 from dyntables.refresh.apply import REWRITE_MAX_ROWS, SINGLE_JOB_MAX_ROWS
 from dyntables.refresh.compiled import (
     BoundSources,
@@ -95,6 +95,8 @@ def explain(planner: Planner, dt: DynamicTableDef) -> list[tuple[str, str]]:
     rows += [("operator", f"{label}  --  {rule}") for label, rule in _tree(plan.root)]
     if decision == "FULL":  # AUTO chose to recompute: no delta will run
         return rows
+    if dt.refresh_mode == "AUTO":
+        rows.append(("auto", _auto_rule(plan)))
     spark = planner.registry.spark
     table = load_table(spark, dt.name)
     state = RefreshState.from_properties(table.properties()) if table is not None else None
@@ -108,6 +110,7 @@ def explain(planner: Planner, dt: DynamicTableDef) -> list[tuple[str, str]]:
         old=recorded,
         new=current,
         delta_views={name: f"delta_{name.split('.')[-1]}" for name in current},
+        symbolic=True,
     )
     renderer = Renderer(sources)
     sources.renderer = renderer
@@ -158,6 +161,20 @@ def _state_stages(
         rows.append((f"{key} change", change.sql("spark")))
         rows.append((f"{key} delta", agg.output_delta_sql(node, f"{key}_change", {}).sql("spark")))
     return rows
+
+
+def _auto_rule(plan: Plan) -> str:
+    """When AUTO will recompute instead of running the delta (see planner.py)."""
+    text = (
+        "FULL instead when the change is at least half of sources of 100k+ rows (CHANGE_TOO_LARGE)"
+    )
+    if any(isinstance(n, Join) for n in walk_post_order(plan.root)):
+        text += (
+            ", or when a join's delta would read at least half the rows a recompute reads and"
+            " writes: its change's keys spread over a large unchanged side (DELTA_READS_TOO_MUCH,"
+            " weighed from Iceberg's file statistics before each refresh)"
+        )
+    return text
 
 
 def _apply_rule(plan: Plan, table_rows: int | None) -> str:

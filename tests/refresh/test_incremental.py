@@ -245,6 +245,13 @@ def test_auto_recomputes_a_join_whose_change_spans_the_other_side(
         CREATE DYNAMIC TABLE {inc} REFRESH_MODE = INCREMENTAL AS {join}
         """
     )
+    explained = dict((r.item, r.detail) for r in lh.sql(f"EXPLAIN DYNAMIC TABLE {auto}").collect())
+    assert "DELTA_READS_TOO_MUCH" in explained["auto"]
+    # the change's key range, which the refresh reads first, as parameters
+    assert f"BETWEEN :delta_{small}_k_min AND :delta_{small}_k_max" in explained["delta sql"]
+    assert "auto" not in dict(
+        (r.item, r.detail) for r in lh.sql(f"EXPLAIN DYNAMIC TABLE {inc}").collect()
+    )
     lh.sql(f"INSERT INTO {small} VALUES (3500, 'b'), (3501, 'c')")
     assert _refresh(lh, auto)[0] == "INCREMENTAL"
     stats = _stats(lh, auto)
