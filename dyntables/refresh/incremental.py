@@ -260,23 +260,31 @@ def _weigh_before_writing(
     if not any(join_reads_large_side(t, sources.delta_views, sources.source_rows) for t in tops):
         return
     spark = ctx.spark
-    renderer = Renderer(sources)
-    for key, node in aggregate_nodes(plan):
-        state = select(["*"], table_ref(table_name_of(states[key]), snapshot_of(states[key])))
-        value = agg.finalized(node, state, avg_types(spark, renderer, node))
-        changed = renderer.delta(node.child) is not None
-        stand_in = select(["*", alias(exp.Literal.number(1), W)], sub(value)) if changed else None
-        renderer.materialized[id(node)] = Materialized(value, value.copy(), stand_in)
     cached_reads = sum(
         c.read_rows for c in captures.values() if c.method not in (APPEND, INITIAL, NONE)
     )
     weigher = ReadWeigher(
         spark, recompute_if, ctx.stats, cached_reads, ctx.table.total_records() or 0
     )
-    for top in tops:
-        delta = renderer.delta(top)
-        if delta is not None:
-            weigher.weigh(delta.sql("spark"), renderer.rel(top, NEW).sql("spark"))
+    renderer = Renderer(sources)
+    main, sources.renderer = sources.renderer, renderer  # column types of outer joins
+    try:
+        for key, node in aggregate_nodes(plan):
+            state = select(["*"], table_ref(table_name_of(states[key]), snapshot_of(states[key])))
+            value = agg.finalized(node, state, avg_types(spark, renderer, node))
+            changed = renderer.delta(node.child) is not None
+            stand_in = (
+                select(["*", alias(exp.Literal.number(1), W)], sub(value)) if changed else None
+            )
+            renderer.materialized[id(node)] = Materialized(value, value.copy(), stand_in)
+        for top in tops:
+            delta = renderer.delta(top)
+            if delta is not None:
+                weigher.weigh(delta.sql("spark"), renderer.rel(top, NEW).sql("spark"))
+    except Exception:  # a shape the stand-ins cannot render: no estimate, stay incremental
+        return
+    finally:
+        sources.renderer = main
     weigher.decide()
 
 

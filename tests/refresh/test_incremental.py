@@ -307,6 +307,26 @@ def test_auto_weighs_a_join_over_an_aggregate_before_writing_its_state(
     assert lh.sql(f"SELECT n FROM {dt} WHERE k = 3500").collect() == [(2,)]
 
 
+def test_auto_weighs_an_outer_join_over_an_aggregate(lh: Lakehouse, unique, monkeypatch) -> None:
+    """The stand-ins for an aggregate's state also type an outer join's NULL-padded rows."""
+    monkeypatch.setattr(rules, "PRUNE_MIN_ROWS", 1_000)
+    monkeypatch.setattr(planner, "FULL_MIN_ROWS", 1_000)
+    big, small, dt = unique("big"), unique("small"), unique("outer")
+    lh.sql(
+        f"""
+        CREATE TABLE {big} AS SELECT id AS k, id / 100 AS v FROM range(5000);
+        CREATE TABLE {small} (k BIGINT, tag STRING);
+        INSERT INTO {small} VALUES (1, 'a');
+        CREATE DYNAMIC TABLE {dt} REFRESH_MODE = AUTO AS SELECT b.k, b.v, a.n FROM {big} b
+          LEFT JOIN (SELECT k, COUNT(*) AS n FROM {small} GROUP BY k) a ON a.k = b.k
+        """
+    )
+    lh.sql(f"INSERT INTO {small} VALUES (3500, 'b'), (9999, 'c')")
+    assert _refresh(lh, dt)[0] in ("INCREMENTAL", "FULL")
+    assert "estimate.delta_read_rows" in _stats(lh, dt)
+    assert_oracle(lh, dt)
+
+
 def test_auto_recomputes_a_leaderboard_from_the_aggregate_below_it(lh: Lakehouse, unique) -> None:
     """A rank over all of an aggregate's rows: any change re-ranks every row, so AUTO
     recomputes it (FULL, WINDOW_OVER_ALL_ROWS) from the aggregate alone, never from the
