@@ -176,7 +176,8 @@ def full_build(
     renderer = Renderer(sources)
     sources.renderer = renderer
     states: dict[str, dict[str, object]] = {}
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{catalog}`.`{SYSTEM_NAMESPACE}`")
+    if aggregate_nodes(plan):  # a catalog call the plans without state can skip
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{catalog}`.`{SYSTEM_NAMESPACE}`")
     for key, node in aggregate_nodes(plan):
         name = state_table_name(catalog, dt_id, key, generation)
         build = agg.build_sql(node, renderer.rel(node.child, NEW)).sql("spark")
