@@ -4,6 +4,9 @@ the rows that really changed, group by group."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+
+import pytest
 
 from dyntables import Lakehouse
 from dyntables.catalog.iceberg import load_table
@@ -277,24 +280,33 @@ def test_auto_recomputes_a_join_whose_change_spans_the_other_side(
     assert_oracle(lh, auto)
 
 
-def test_auto_weighs_a_join_over_an_aggregate_before_writing_its_state(
-    lh: Lakehouse, unique, monkeypatch
-) -> None:
-    """A join above an aggregate is weighed before anything is written, the aggregate's
-    state standing in for its change. Recomputing builds new state; the next
-    incremental refresh starts from it and is exact."""
+def _join_over_an_aggregate(
+    lh: Lakehouse, unique: Callable[[str], str], monkeypatch: pytest.MonkeyPatch, join: str
+) -> tuple[str, str]:
+    """(dynamic table, small source): 5,000 rows of ``big`` joined with a count per key
+    of ``small``, AUTO, with the size thresholds lowered to this data."""
     monkeypatch.setattr(rules, "PRUNE_MIN_ROWS", 1_000)
     monkeypatch.setattr(planner, "FULL_MIN_ROWS", 1_000)
-    big, small, dt = unique("big"), unique("small"), unique("above")
+    big, small, dt = unique("big"), unique("small"), unique("over_agg")
     lh.sql(
         f"""
         CREATE TABLE {big} AS SELECT id AS k, id / 100 AS v FROM range(5000);
         CREATE TABLE {small} (k BIGINT, tag STRING);
         INSERT INTO {small} VALUES (1, 'a');
         CREATE DYNAMIC TABLE {dt} REFRESH_MODE = AUTO AS SELECT b.k, b.v, a.n FROM {big} b
-          JOIN (SELECT k, COUNT(*) AS n FROM {small} GROUP BY k) a ON b.k = a.k
+          {join} (SELECT k, COUNT(*) AS n FROM {small} GROUP BY k) a ON a.k = b.k
         """
     )
+    return dt, small
+
+
+def test_auto_weighs_a_join_over_an_aggregate_before_writing_its_state(
+    lh: Lakehouse, unique, monkeypatch
+) -> None:
+    """A join above an aggregate is weighed before anything is written, the aggregate's
+    state standing in for its change. Recomputing builds new state; the next
+    incremental refresh starts from it and is exact."""
+    dt, small = _join_over_an_aggregate(lh, unique, monkeypatch, "JOIN")
     # the aggregate's delta meets big unpruned: as much reading as recomputing
     lh.sql(f"INSERT INTO {small} VALUES (3500, 'b'), (1, 'c')")
     assert _refresh(lh, dt)[0] == "FULL"
@@ -309,18 +321,7 @@ def test_auto_weighs_a_join_over_an_aggregate_before_writing_its_state(
 
 def test_auto_weighs_an_outer_join_over_an_aggregate(lh: Lakehouse, unique, monkeypatch) -> None:
     """The stand-ins for an aggregate's state also type an outer join's NULL-padded rows."""
-    monkeypatch.setattr(rules, "PRUNE_MIN_ROWS", 1_000)
-    monkeypatch.setattr(planner, "FULL_MIN_ROWS", 1_000)
-    big, small, dt = unique("big"), unique("small"), unique("outer")
-    lh.sql(
-        f"""
-        CREATE TABLE {big} AS SELECT id AS k, id / 100 AS v FROM range(5000);
-        CREATE TABLE {small} (k BIGINT, tag STRING);
-        INSERT INTO {small} VALUES (1, 'a');
-        CREATE DYNAMIC TABLE {dt} REFRESH_MODE = AUTO AS SELECT b.k, b.v, a.n FROM {big} b
-          LEFT JOIN (SELECT k, COUNT(*) AS n FROM {small} GROUP BY k) a ON a.k = b.k
-        """
-    )
+    dt, small = _join_over_an_aggregate(lh, unique, monkeypatch, "LEFT JOIN")
     lh.sql(f"INSERT INTO {small} VALUES (3500, 'b'), (9999, 'c')")
     assert _refresh(lh, dt)[0] in ("INCREMENTAL", "FULL")
     assert "estimate.delta_read_rows" in _stats(lh, dt)
