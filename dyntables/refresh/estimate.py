@@ -5,7 +5,7 @@ Each Iceberg scan of an optimized plan carries the record count of the files it 
 read once the pushed filters pruned them (the delta rules' key-range filters included),
 so the estimate costs file planning and no Spark job. It exists for joins
 (``ivm.cost``): TPC-H SF 1's join queries, whose new orders land all over the key space,
-refreshed incrementally in 1.4-2x the time of a recompute while reading twice its rows.
+refreshed incrementally in 1.4-2x the time of a recompute, reading as many rows.
 """
 
 from __future__ import annotations

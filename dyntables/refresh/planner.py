@@ -16,7 +16,7 @@ Every FULL carries a stable reason code that the user sees in history and EXPLAI
   DELTA_READS_TOO_MUCH        AUTO: a join's delta would read at least half the rows a
                               recompute reads and writes (its unchanged side cannot be
                               pruned to the change's keys); estimated from Iceberg's file
-                              statistics before the statement runs (estimate recorded)
+                              statistics before anything is written (estimate recorded)
   WINDOW_OVER_ALL_ROWS        AUTO: the query ranks all its input rows (a window without
                               PARTITION BY over the sources' rows): any change re-ranks every
                               row, and recomputing reads the input once where the window's
