@@ -165,14 +165,23 @@ def _state_stages(
 
 def _auto_rule(plan: Plan) -> str:
     """When AUTO will recompute instead of running the delta (see planner.py)."""
+    from dyntables.refresh.planner import (
+        CHANGE_TOO_LARGE,
+        DELTA_READS_TOO_MUCH,
+        FULL_MIN_ROWS,
+        FULL_THRESHOLD,
+    )
+
+    share = f"{FULL_THRESHOLD:.0%}"
     text = (
-        "FULL instead when the change is at least half of sources of 100k+ rows (CHANGE_TOO_LARGE)"
+        f"FULL instead when the change is at least {share} of sources of {FULL_MIN_ROWS:,}+"
+        f" rows ({CHANGE_TOO_LARGE})"
     )
     if any(isinstance(n, Join) for n in walk_post_order(plan.root)):
         text += (
-            ", or when a join's delta would read at least half the rows a recompute reads and"
-            " writes: its change's keys spread over a large unchanged side (DELTA_READS_TOO_MUCH,"
-            " weighed from Iceberg's file statistics before each refresh)"
+            f", or when a join's delta would read at least {share} of the rows a recompute"
+            " reads and writes: its change's keys spread over a large unchanged side"
+            f" ({DELTA_READS_TOO_MUCH}, weighed from Iceberg's file statistics before each refresh)"
         )
     return text
 
