@@ -54,8 +54,15 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 for i, job in new:
                     start = job.submissionTime().get().getTime() / 1000 - t0
-                    took = job.completionTime().get().getTime() / 1000 - t0 - start
-                    print(f"    job {i:5d} at +{start:5.2f}s took {took:4.2f}s  {job.name()[:70]}")
+                    done = job.completionTime()
+                    # The status store is fed by an asynchronous listener: a job the
+                    # refresh waited for may not be marked complete there yet.
+                    took = (
+                        f"{done.get().getTime() / 1000 - t0 - start:4.2f}s"
+                        if done.isDefined()
+                        else "  ?  "
+                    )
+                    print(f"    job {i:5d} at +{start:5.2f}s took {took}  {job.name()[:70]}")
     return 0
 
 
