@@ -159,17 +159,23 @@ def _rewrite_counted(
         )
     finally:
         spark.catalog.dropTempView(view)
-    counts = _observed(observation)
+    counts = _observed(observation, ("ins", "del"))
     inserted, deleted = int(counts["ins"]), int(counts["del"])
     return Applied(inserted, deleted, unchanged=inserted == 0 and deleted == 0)
 
 
-def _observed(observation: Any) -> dict[str, Any]:
-    """The observation's metrics; Spark's own ``get`` waits for ever if they never come."""
+def _observed(observation: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    """The observation's metrics ``names``; Spark's own ``get`` waits for ever if they
+    never come, and iterates the whole map through py4j, whose end is a Java exception
+    PySpark converts (~15 ms), so the metrics are looked up by name."""
     import threading
 
+    def fetch() -> None:
+        jmap = observation._jo.getAsJava()  # blocks until the write reported them
+        out.update({name: jmap.get(name) for name in names})
+
     out: dict[str, Any] = {}
-    waiter = threading.Thread(target=lambda: out.update(observation.get), daemon=True)
+    waiter = threading.Thread(target=fetch, daemon=True)
     waiter.start()
     waiter.join(OBSERVED_TIMEOUT_S)
     if not out:
