@@ -47,6 +47,7 @@ from dyntables.refresh.history import (
 )
 from dyntables.refresh.ids import new_job_id, now_ms
 from dyntables.refresh.planner import INITIAL
+from dyntables.refresh.retention import METADATA_PROPERTIES
 from dyntables.sql.statements import (
     AlterDynamicTable,
     CreateDynamicTable,
@@ -239,6 +240,7 @@ class Commands:
             **dt.to_properties(),
             **state.to_properties(),
             "write.wap.enabled": "true",
+            **METADATA_PROPERTIES,
             "history.expire.max-snapshot-age-ms": str(dt.retention_days * 86_400_000),
         }
         props_sql = ", ".join(f"{_lit(k)}={_lit(v)}" for k, v in props.items())

@@ -21,6 +21,7 @@ from dyntables.ivm.rules import NEW, OLD, Materialized, Renderer
 from dyntables.ivm.sqlb import W, alias, col, select, sub
 from dyntables.plan.build import Plan
 from dyntables.plan.ops import Aggregate, Node, Scan, walk_post_order
+from dyntables.refresh.retention import metadata_properties_sql
 from dyntables.sql.tokens import TableName
 
 SYSTEM_NAMESPACE = "dyntables_sys"
@@ -183,7 +184,7 @@ def full_build(
         build = agg.build_sql(node, renderer.rel(node.child, NEW)).sql("spark")
         # no WAP on state: its writes commit directly (see incremental._StateWrite)
         spark.sql(
-            f"CREATE TABLE {name.sql()} USING iceberg TBLPROPERTIES ('dyntables.state_of'='{dt_id}') AS {build}"
+            f"CREATE TABLE {name.sql()} USING iceberg TBLPROPERTIES ('dyntables.state_of'='{dt_id}', {metadata_properties_sql()}) AS {build}"
         )
         table = load_table(spark, name)
         snapshot = table.current_snapshot_id() if table else None
@@ -192,7 +193,7 @@ def full_build(
             dname = state_table_name(catalog, dt_id, f"{key}_d{j}", generation)
             dbuild = agg.build_distinct_sql(node, call, renderer.rel(node.child, NEW)).sql("spark")
             spark.sql(
-                f"CREATE TABLE {dname.sql()} USING iceberg TBLPROPERTIES ('dyntables.state_of'='{dt_id}') AS {dbuild}"
+                f"CREATE TABLE {dname.sql()} USING iceberg TBLPROPERTIES ('dyntables.state_of'='{dt_id}', {metadata_properties_sql()}) AS {dbuild}"
             )
             dtable = load_table(spark, dname)
             states[f"{key}_d{j}"] = {

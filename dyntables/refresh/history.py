@@ -26,6 +26,7 @@ from typing import Any
 
 from dyntables.catalog.filesystem import FileSystem
 from dyntables.engine.frames import values_sql
+from dyntables.refresh.retention import metadata_properties_sql
 
 SYSTEM_NAMESPACE = "dyntables_sys"
 HISTORY_TABLE = "refresh_history"
@@ -47,7 +48,7 @@ CREATE TABLE IF NOT EXISTS {table} (
   start_time TIMESTAMP, end_time TIMESTAMP, duration_ms BIGINT, state STRING,
   refresh_trigger STRING, suspended_reason STRING, refresh_mode STRING, error_message STRING,
   source_tables STRING, stats STRING, completion_target STRING, job_id STRING
-) USING iceberg TBLPROPERTIES ('write.parquet.compression-codec'='zstd')
+) USING iceberg TBLPROPERTIES ('write.parquet.compression-codec'='zstd', {metadata})
 """
 
 # The seeds' column order; duration is an interval rendered like Singdata prints it.
@@ -135,7 +136,7 @@ class History:
         if self._ready:
             return
         self.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{self._catalog}`.`{SYSTEM_NAMESPACE}`")
-        self.spark.sql(_DDL.format(table=self.table))
+        self.spark.sql(_DDL.format(table=self.table, metadata=metadata_properties_sql()))
         self._ready = True
 
     def append(self, records: Sequence[HistoryRecord]) -> None:

@@ -33,6 +33,7 @@ from dyntables.refresh.history import (
 )
 from dyntables.refresh.ids import new_job_id, now_ms
 from dyntables.refresh.locks import RefreshLocks
+from dyntables.refresh.retention import maintain
 from dyntables.sql.tokens import TableName
 
 if TYPE_CHECKING:
@@ -195,6 +196,7 @@ class Refresher:
             staged.publish(snapshot.snapshot_id if snapshot else None, state.to_properties())
             faults.reach("after_publish")
             self._drop_obsolete(previous, result)
+            self._maintain(dt, staged, state, ctx.stats)
             stats = {
                 "rows_inserted": result.rows_inserted,
                 "rows_deleted": result.rows_deleted,
@@ -258,6 +260,23 @@ class Refresher:
             from dyntables.refresh.compiled import drop_state_tables
 
             drop_state_tables(self.spark, stale)
+
+    def _maintain(
+        self,
+        dt: DynamicTableDef,
+        table: IcebergTable,
+        state: RefreshState,
+        stats: dict[str, object],
+    ) -> None:
+        """Expire what retention no longer keeps (see retention.py); the refresh has
+        committed, so a failure here is reported in its stats and fails nothing."""
+        try:
+            expired = maintain(self.registry, dt, table, state, now_ms())
+        except Exception as exc:
+            stats["maintenance_error"] = " ".join(str(exc).split())[:200]
+            return
+        for name, count in expired.items():
+            stats[f"expired_snapshots.{name.rsplit('.', 1)[-1]}"] = count
 
     def _pin_sources(self, dt: DynamicTableDef) -> tuple[dict[str, SourceVersion], list[str]]:
         pinned: dict[str, SourceVersion] = {}

@@ -1,0 +1,118 @@
+"""What refreshes leave behind stays bounded: state tables keep the snapshot their table
+recorded, a dynamic table keeps its retention period and whatever a downstream table
+still reads, and Iceberg deletes old metadata files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dyntables import Lakehouse
+from dyntables.catalog.definition import RefreshState
+from dyntables.catalog.iceberg import load_table
+from dyntables.refresh import retention
+from tests.oracle import assert_oracle
+
+
+def _snapshots(lh: Lakehouse, table: str) -> int:
+    name = table if "." in table else f"public.{table}"
+    return int(lh.sql(f"SELECT count(*) FROM {name}.snapshots").first()[0])
+
+
+def _state_table(lh: Lakehouse, dt: str) -> str:
+    table = load_table(lh.spark, lh.qualify(dt))
+    assert table is not None
+    state = RefreshState.from_properties(table.properties())
+    assert state is not None
+    [info] = state.state_tables.values()
+    return str(info["table"])
+
+
+def _latest(lh: Lakehouse, dt: str):  # type: ignore[no-untyped-def]
+    return lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
+
+
+def test_a_state_table_keeps_only_the_snapshots_its_table_may_read(
+    lh: Lakehouse, unique, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(retention, "STATE_SNAPSHOTS_MAX", 2)
+    src, dt = unique("src"), unique("agg")
+    lh.sql(f"CREATE TABLE {src} (k STRING, v INT); INSERT INTO {src} VALUES ('a', 1)")
+    lh.sql(
+        f"CREATE DYNAMIC TABLE {dt} AS SELECT k, SUM(v) AS s, COUNT(*) AS n FROM {src} GROUP BY k"
+    )
+    state = _state_table(lh, dt)
+    expired = 0
+    for i in range(5):
+        lh.sql(f"INSERT INTO {src} VALUES ('{'ab'[i % 2]}', {i})")
+        assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+        assert _snapshots(lh, state) <= 3
+        stats = json.loads(_latest(lh, dt).stats)
+        expired += int(stats.get(f"expired_snapshots.{state.rsplit('.', 1)[-1]}", 0))
+        assert_oracle(lh, dt)
+    assert expired >= 2
+    assert _state_table(lh, dt) == state  # still incremental on the same state
+
+
+def test_a_dynamic_table_keeps_its_retention_and_what_downstream_still_reads(
+    lh: Lakehouse, unique, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(retention, "EXPIRE_SLACK_MS", 0)
+    src, up, down = unique("src"), unique("up"), unique("down")
+    lh.sql(f"CREATE TABLE {src} (k INT, v INT); INSERT INTO {src} VALUES (1, 1)")
+    lh.sql(f"CREATE DYNAMIC TABLE {up} AS SELECT k, v * 2 AS v2 FROM {src} WHERE v > 0")
+    lh.sql(f"CREATE DYNAMIC TABLE {down} AS SELECT k, v2 FROM {up} WHERE v2 > 2")
+
+    def change_and_refresh_up(i: int) -> None:
+        lh.sql(f"INSERT INTO {src} VALUES ({i}, {i})")
+        assert lh.sql(f"REFRESH DYNAMIC TABLE {up}").first().refresh_mode == "INCREMENTAL"
+
+    # within the retention period (a day by default) every snapshot stays
+    for i in range(2, 4):
+        change_and_refresh_up(i)
+    kept = _snapshots(lh, up)
+    assert kept >= 3
+
+    lh.sql(f"ALTER TABLE {up} SET PROPERTIES ('data_retention_days'='0')")
+    for i in range(4, 7):
+        change_and_refresh_up(i)
+    # nothing before the snapshot `down` recorded at its creation may go: it reads
+    # `up`'s changes from there
+    assert _snapshots(lh, up) >= kept + 3
+    refreshed = lh.sql(f"REFRESH DYNAMIC TABLE {down}").first()
+    assert refreshed.refresh_mode == "INCREMENTAL", refreshed
+    assert_oracle(lh, down)
+
+    # now that `down` has moved on, `up` keeps only from there
+    change_and_refresh_up(7)
+    assert _snapshots(lh, up) <= 2
+    assert int(json.loads(_latest(lh, up).stats)[f"expired_snapshots.{up}"]) >= 3
+    refreshed = lh.sql(f"REFRESH DYNAMIC TABLE {down}").first()
+    assert refreshed.refresh_mode == "INCREMENTAL", refreshed
+    assert_oracle(lh, down)
+    assert_oracle(lh, up)
+    # the rows of the expired snapshots' files are gone from disk, the table's are not
+    assert lh.sql(f"SELECT count(*) FROM {up}").first()[0] == 7
+
+
+def test_old_metadata_files_are_deleted(
+    lh: Lakehouse, unique, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        retention,
+        "METADATA_PROPERTIES",
+        {**retention.METADATA_PROPERTIES, "write.metadata.previous-versions-max": "2"},
+    )
+    src, dt = unique("src"), unique("dt")
+    lh.sql(f"CREATE TABLE {src} (k INT); INSERT INTO {src} VALUES (1)")
+    lh.sql(f"CREATE DYNAMIC TABLE {dt} AS SELECT k FROM {src}")
+    for i in range(4):
+        lh.sql(f"INSERT INTO {src} VALUES ({i})")
+        lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
+    table = load_table(lh.spark, lh.qualify(dt))
+    assert table is not None
+    metadata = Path(table.location.removeprefix("file:")) / "metadata"
+    # each refresh commits twice (the staged write and its publish): 8 commits, 3 files
+    assert len(list(metadata.glob("*.metadata.json"))) <= 3
