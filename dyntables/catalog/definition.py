@@ -75,6 +75,16 @@ class RefreshState:
         )
 
 
+def table_name_of(info: Mapping[str, object]) -> TableName:
+    """The table of a state entry ({"table": name, "snapshot": id})."""
+    return TableName(tuple(str(info["table"]).split(".")))
+
+
+def snapshot_of(info: Mapping[str, object]) -> int | None:
+    value = info.get("snapshot")
+    return None if value is None else int(str(value))
+
+
 @dataclass(frozen=True)
 class DynamicTableDef:
     name: TableName  # catalog.namespace.table

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from dyntables.catalog.definition import DynamicTableDef, RefreshState
+from dyntables.catalog.definition import DynamicTableDef, RefreshState, snapshot_of, table_name_of
 from dyntables.catalog.iceberg import load_table
 from dyntables.ivm import aggregate as agg
 from dyntables.ivm.rules import Materialized, Renderer, keeps_inserts_positive
@@ -24,7 +24,7 @@ from dyntables.refresh.compiled import (
     delta_output_sql,
     table_ref,
 )
-from dyntables.refresh.incremental import snapshot_of, table_name_of, under_rowwise_root
+from dyntables.refresh.incremental import under_rowwise_root
 
 if TYPE_CHECKING:
     from dyntables.refresh.planner import Planner

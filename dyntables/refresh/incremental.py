@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
+from dyntables.catalog.definition import snapshot_of, table_name_of
 from dyntables.catalog.iceberg import load_table
 from dyntables.ivm import aggregate as agg
 from dyntables.ivm.cost import join_reads_large_side
@@ -382,16 +383,6 @@ def _inserts_only(plan: Plan, captures: Mapping[str, Capture]) -> bool:
 
 def _is_sum_flag(node: Any, flag: str) -> bool:
     return any(flag == f"r_{names['s']}" for _, names in agg.layout(node).aggs if "s" in names)
-
-
-def table_name_of(info: Mapping[str, object]) -> TableName:
-    """The table of a state entry ({"table": name, "snapshot": id})."""
-    return TableName(tuple(str(info["table"]).split(".")))
-
-
-def snapshot_of(info: Mapping[str, object]) -> int | None:
-    value = info.get("snapshot")
-    return None if value is None else int(str(value))
 
 
 def _recover_state(spark: Any, states: dict[str, dict[str, object]]) -> None:

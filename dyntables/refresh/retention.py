@@ -18,15 +18,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from dyntables.catalog.definition import DynamicTableDef, RefreshState
+from dyntables.catalog.definition import (
+    DynamicTableDef,
+    RefreshState,
+    snapshot_of,
+    table_name_of,
+)
 from dyntables.catalog.iceberg import IcebergTable, load_table
+from dyntables.catalog.trash import DAY_MS
 from dyntables.engine.jvm import java_class
 from dyntables.sql.tokens import TableName
 
 if TYPE_CHECKING:
     from dyntables.catalog.registry import Registry
 
-DAY_MS = 86_400_000
 ITERABLES = "org.apache.iceberg.relocated.com.google.common.collect.Iterables"
 
 # Iceberg writes a new metadata file per commit; with these, it deletes all but the
@@ -63,13 +68,12 @@ def maintain(
     expired: dict[str, int] = {}
     _ensure_metadata_cleanup(table)
     for info in state.state_tables.values():
-        name = TableName(tuple(str(info["table"]).split(".")))
-        recorded = info.get("snapshot")
+        name, recorded = table_name_of(info), snapshot_of(info)
         state_table = load_table(spark, name)
         if state_table is None or recorded is None:
             continue
         _ensure_metadata_cleanup(state_table)
-        count = _expire_state(state_table, int(str(recorded)))
+        count = _expire_state(state_table, recorded)
         if count:
             expired[str(name)] = count
     count = _expire_table(registry, dt, table, now_ms)
