@@ -2,10 +2,11 @@
 they start and how long they take; the gaps between them are driver-side work (analysis,
 planning, code generation, Iceberg commits).
 
-    .venv/bin/python -m bench.anatomy [--orders 100k] [--change 100] [--rounds 3]
+    .venv/bin/python -m bench.anatomy [--orders 100k] [--change 100] [--kind insert|mixed] [--rounds 3]
 
-The seeds' three layers over ``bench.pipeline``'s workload; the last round is printed
-job by job, every round as wall time and job count per layer.
+The seeds' three layers over ``bench.pipeline``'s workload and layout (dwd partitioned by
+day), with its insert or mixed batches; the last round is printed job by job, every
+round as wall time and job count per layer.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import tempfile
 import time
 from typing import Any
 
-from bench.pipeline import ADS, DWD, DWS, LAYERS, Workload, _seq, parse_count
+from bench.pipeline import ADS, DWD, DWD_LAYOUT, DWS, LAYERS, Workload, _seq, parse_count
 from dyntables import Lakehouse
 
 
@@ -27,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--orders", default="100k")
     parser.add_argument("--change", type=int, default=100)
+    parser.add_argument("--kind", choices=("insert", "mixed"), default="insert")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
     with (
@@ -36,13 +38,13 @@ def main(argv: list[str] | None = None) -> int:
         work = Workload(lh, parse_count(args.orders))
         work.load()
         lh.sql(
-            f"CREATE DYNAMIC TABLE dwd REFRESH_MODE = INCREMENTAL AS {DWD};"
+            f"CREATE DYNAMIC TABLE dwd {DWD_LAYOUT} REFRESH_MODE = INCREMENTAL AS {DWD};"
             f"CREATE DYNAMIC TABLE dws REFRESH_MODE = INCREMENTAL AS {DWS.format(dwd='dwd')};"
             f"CREATE DYNAMIC TABLE ads REFRESH_MODE = INCREMENTAL AS {ADS.format(dws='dws')}"
         )
         store = lh.spark.sparkContext._jsc.sc().statusStore()
         for r in range(args.rounds):
-            work.apply(args.change, "insert")
+            work.apply(args.change, args.kind)
             for layer in LAYERS:
                 before = set(_jobs(store))
                 t0 = time.time()
