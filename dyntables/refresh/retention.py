@@ -1,5 +1,5 @@
 """Keeping what a dynamic table leaves behind bounded: its snapshots to the retention
-period, its state tables to the snapshot the next refresh needs, its metadata files to
+period (and at most SNAPSHOTS_MAX of them), its state tables to the snapshot the next refresh needs, its metadata files to
 a few.
 
 Without this every refresh adds a snapshot to the table and one to each state table,
@@ -44,6 +44,14 @@ METADATA_PROPERTIES: Mapping[str, str] = {
 # A table's snapshots are expired once its oldest is this much past the retention
 # period: one expiry an hour instead of a commit per refresh
 EXPIRE_SLACK_MS = 3_600_000
+
+# Within the retention period a table keeps at most this many snapshots (plus the slack,
+# so that expiry runs once per SNAPSHOTS_SLACK refreshes): every commit rewrites a
+# metadata file listing all of them (~1 KB each), so a table refreshed every second
+# would carry 86,400 for a day's retention and write ~80 MB per commit. A refresh a
+# minute for a day (1,440) stays under it.
+SNAPSHOTS_MAX = 2_000
+SNAPSHOTS_SLACK = 100
 
 # A state table is read only at the snapshot its table recorded; older ones are expired
 # once there are more than this many
@@ -101,10 +109,14 @@ def _expire_state(table: IcebergTable, recorded: int) -> int:
 
 def _expire_table(registry: Registry, dt: DynamicTableDef, table: IcebergTable, now_ms: int) -> int:
     history = table._t.history()
-    if history.size() <= 1:
+    size = int(history.size())
+    if size <= 1:
         return 0
     cutoff = now_ms - dt.retention_days * DAY_MS
-    if int(history.get(0).timestampMillis()) >= cutoff - EXPIRE_SLACK_MS:
+    if size > SNAPSHOTS_MAX + SNAPSHOTS_SLACK:
+        # the newest SNAPSHOTS_MAX stay, whatever the retention period says
+        cutoff = max(cutoff, int(history.get(size - SNAPSHOTS_MAX).timestampMillis()))
+    elif int(history.get(0).timestampMillis()) >= cutoff - EXPIRE_SLACK_MS:
         return 0
     # a downstream dynamic table reads this one's changes from the snapshot it recorded:
     # that snapshot and every later one stay, whatever the retention period

@@ -116,3 +116,35 @@ def test_old_metadata_files_are_deleted(
     metadata = Path(table.location.removeprefix("file:")) / "metadata"
     # each refresh commits twice (the staged write and its publish): 8 commits, 3 files
     assert len(list(metadata.glob("*.metadata.json"))) <= 3
+
+
+def test_a_table_refreshed_often_keeps_at_most_snapshots_max(
+    lh: Lakehouse, unique, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Within the retention period, but past SNAPSHOTS_MAX, the oldest go, except what a
+    downstream table still reads its changes from."""
+    monkeypatch.setattr(retention, "SNAPSHOTS_MAX", 3)
+    monkeypatch.setattr(retention, "SNAPSHOTS_SLACK", 1)
+    src, up, down = unique("src"), unique("up"), unique("down")
+    lh.sql(f"CREATE TABLE {src} (k INT, v INT); INSERT INTO {src} VALUES (1, 1)")
+    lh.sql(f"CREATE DYNAMIC TABLE {up} AS SELECT k, v + 1 AS v1 FROM {src}")
+    for i in range(2, 8):
+        lh.sql(f"INSERT INTO {src} VALUES ({i}, {i})")
+        assert lh.sql(f"REFRESH DYNAMIC TABLE {up}").first().refresh_mode == "INCREMENTAL"
+        assert _snapshots(lh, up) <= 4  # SNAPSHOTS_MAX + SNAPSHOTS_SLACK
+        assert_oracle(lh, up)
+    assert _snapshots(lh, up) >= 3
+
+    lh.sql(f"CREATE DYNAMIC TABLE {down} AS SELECT k, v1 FROM {up} WHERE v1 > 3")
+    for i in range(8, 13):
+        lh.sql(f"INSERT INTO {src} VALUES ({i}, {i})")
+        lh.sql(f"REFRESH DYNAMIC TABLE {up}")
+    # `down` recorded a snapshot of `up` five refreshes ago: none of those went
+    assert _snapshots(lh, up) >= 6
+    refreshed = lh.sql(f"REFRESH DYNAMIC TABLE {down}").first()
+    assert refreshed.refresh_mode == "INCREMENTAL", refreshed
+    assert_oracle(lh, down)
+    lh.sql(f"INSERT INTO {src} VALUES (13, 13)")
+    lh.sql(f"REFRESH DYNAMIC TABLE {up}")
+    assert _snapshots(lh, up) <= 4
+    assert lh.sql(f"SELECT count(*) FROM {up}").first()[0] == 13
