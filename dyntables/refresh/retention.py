@@ -1,6 +1,6 @@
 """Keeping what a dynamic table leaves behind bounded: its snapshots to the retention
-period (and at most SNAPSHOTS_MAX of them), its state tables to the snapshot the next refresh needs, its metadata files to
-a few.
+period (and at most SNAPSHOTS_MAX of them), its state tables to the snapshot the next
+refresh needs, its metadata files to a few.
 
 Without this every refresh adds a snapshot to the table and one to each state table,
 and a metadata file holding all of them: measured over 400 refreshes of a 7-row

@@ -5,6 +5,7 @@ still reads, and Iceberg deletes old metadata files."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,16 @@ def _state_table(lh: Lakehouse, dt: str) -> str:
     assert state is not None
     [info] = state.state_tables.values()
     return str(info["table"])
+
+
+def _metadata_version(lh: Lakehouse, table: str) -> int:
+    """N of the table's current vN.metadata.json: one more per Iceberg commit."""
+    path = lh.sql(
+        f"SELECT file FROM public.{table}.metadata_log_entries ORDER BY timestamp DESC LIMIT 1"
+    ).first()[0]
+    match = re.search(r"v(\d+)\.metadata\.json$", path)
+    assert match is not None, path
+    return int(match.group(1))
 
 
 def _latest(lh: Lakehouse, dt: str):  # type: ignore[no-untyped-def]
@@ -138,7 +149,12 @@ def test_a_table_refreshed_often_keeps_at_most_snapshots_max(
     lh.sql(f"CREATE DYNAMIC TABLE {down} AS SELECT k, v1 FROM {up} WHERE v1 > 3")
     for i in range(8, 13):
         lh.sql(f"INSERT INTO {src} VALUES ({i}, {i})")
+        before = _metadata_version(lh, up)
         lh.sql(f"REFRESH DYNAMIC TABLE {up}")
+        if i > 8:  # the first one expired what is older than `down`'s snapshot
+            # all that is due is read downstream: the staged write and its publish, and
+            # no expiry commit (Iceberg commits nothing when nothing is expired)
+            assert _metadata_version(lh, up) == before + 2
     # `down` recorded a snapshot of `up` five refreshes ago: none of those went
     assert _snapshots(lh, up) >= 6
     refreshed = lh.sql(f"REFRESH DYNAMIC TABLE {down}").first()
