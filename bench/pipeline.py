@@ -120,8 +120,13 @@ def _seq(seq: Any) -> list[Any]:
 
 
 class Workload:
-    def __init__(self, lh: Lakehouse, orders: int, seed: int = 7) -> None:
+    def __init__(
+        self, lh: Lakehouse, orders: int, seed: int = 7, writes: str = "copy-on-write"
+    ) -> None:
         self.lh = lh
+        # how UPDATE and DELETE change orders: rewrite the files they touch (Iceberg's
+        # default), or add delete files beside them (merge-on-read, as streaming writers do)
+        self.writes = writes
         self.spark = lh.spark
         self.orders = orders
         self.next_id = orders
@@ -135,7 +140,9 @@ class Workload:
             INSERT INTO products SELECT id, concat('cat-', lpad(CAST(id % {CATEGORIES} AS STRING), 2, '0')),
               concat('product-', id) FROM range({PRODUCTS});
             CREATE TABLE orders (order_id BIGINT, product_id BIGINT, customer_id BIGINT, qty INT,
-              price DECIMAL(10,2), status STRING, order_ts TIMESTAMP) PARTITIONED BY (days(order_ts));
+              price DECIMAL(10,2), status STRING, order_ts TIMESTAMP) PARTITIONED BY (days(order_ts))
+              TBLPROPERTIES ('write.delete.mode'='{self.writes}', 'write.update.mode'='{self.writes}',
+                'write.merge.mode'='{self.writes}');
             """
         )
         self.spark.sql(f"INSERT INTO orders {self._orders_sql(0, self.orders)}")
@@ -331,7 +338,7 @@ def _run_size(
     with bench_lakehouse(args) as lh:
         print(f"# {size:,} orders, {kind} batches: loading", flush=True)
         t0 = time.perf_counter()
-        work = Workload(lh, size)
+        work = Workload(lh, size, writes=args.orders_writes)
         work.load()
         methods: list[Any] = [Full(lh)]
         if kind == "insert" and "hand" in args.methods:
@@ -444,6 +451,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kinds", default="insert,mixed", help="insert and/or mixed batches")
     parser.add_argument("--methods", default="full,hand,inc,auto")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--orders-writes",
+        choices=("copy-on-write", "merge-on-read"),
+        default="copy-on-write",
+        help="how the batches' UPDATE and DELETE write orders",
+    )
     parser.add_argument("--shuffle-partitions", type=int, default=4)
     parser.add_argument(
         "--no-check", dest="check", action="store_false", help="skip the agreement check"

@@ -130,6 +130,131 @@ class IcebergTable:
         chain.reverse()
         return chain
 
+    # -- data files (the change capture reads files, not versions) ---------------------------
+    def net_file_changes(self, snapshot_ids: Iterable[int]) -> tuple[list[Any], list[Any]]:
+        """The data files (Java ``DataFile``) these snapshots removed and added, netted: a
+        file added and removed among them is in neither (its rows came and went). Files
+        of ``replace`` snapshots (compaction) are left out: a replace moves rows between
+        files without changing them, so the rows of its files are already counted where
+        they were added or will be where they are removed. Only valid when no snapshot
+        involved has delete files: a file's rows are then the file's records."""
+        io = self._t.io()
+        added: dict[str, Any] = {}
+        removed: dict[str, Any] = {}
+        for snapshot_id in snapshot_ids:
+            snap = self._t.snapshot(snapshot_id)
+            if str(snap.operation()) == "replace":
+                continue
+            for data_file in _java_list(self.spark, snap.removedDataFiles(io)):
+                path = str(data_file.location())
+                if added.pop(path, None) is None:
+                    removed[path] = data_file
+            for data_file in _java_list(self.spark, snap.addedDataFiles(io)):
+                added[str(data_file.location())] = data_file
+        return list(removed.values()), list(added.values())
+
+    def file_tasks(self, data_files: list[Any]) -> list[Any]:
+        """Scan tasks reading all of each data file (no deletes apply to them)."""
+        no_deletes = self.spark.sparkContext._gateway.new_array(
+            java_class(self.spark, "org.apache.iceberg.DeleteFile"), 0
+        )
+        schema_json = java_class(self.spark, "org.apache.iceberg.SchemaParser").toJson(
+            self._t.schema()
+        )
+        always = java_class(self.spark, "org.apache.iceberg.expressions.Expressions").alwaysTrue()
+        residual = java_class(
+            self.spark, "org.apache.iceberg.expressions.ResidualEvaluator"
+        ).unpartitioned(always)
+        task = java_class(self.spark, "org.apache.iceberg.BaseFileScanTask")
+        specs: dict[int, str] = {}
+        out = []
+        for data_file in data_files:
+            spec_id = int(data_file.specId())
+            if spec_id not in specs:
+                spec = self._t.specs().get(spec_id)
+                if spec is None:
+                    raise LookupError(f"partition spec {spec_id} of {self.name} is gone")
+                specs[spec_id] = java_class(
+                    self.spark, "org.apache.iceberg.PartitionSpecParser"
+                ).toJson(spec)
+            out.append(task(data_file, no_deletes, schema_json, specs[spec_id], residual))
+        return out
+
+    def touched_partitions(self, snapshot_ids: Iterable[int]) -> Any | None:
+        """An Iceberg row filter selecting the partitions in which these snapshots added or
+        removed data or delete files: a delete file applies only to data files of its own
+        partition, so no other partition's files read differently after them. ``replace``
+        snapshots (compaction) are left out: a partition only they touched holds the same
+        rows before and after. None when no such filter can be made (a file of an
+        unpartitioned spec, whose equality deletes apply everywhere; a partition source
+        column that was dropped)."""
+        exprs = java_class(self.spark, "org.apache.iceberg.expressions.Expressions")
+        any_value = java_class(self.spark, "java.lang.Object")._java_lang_class
+        io = self._t.io()
+        schema = self._t.schema()
+        seen: set[tuple[int, str]] = set()
+        row_filter = exprs.alwaysFalse()
+        for snapshot_id in snapshot_ids:
+            snap = self._t.snapshot(snapshot_id)
+            if str(snap.operation()) == "replace":
+                continue
+            for files in (
+                snap.addedDataFiles(io),
+                snap.removedDataFiles(io),
+                snap.addedDeleteFiles(io),
+                snap.removedDeleteFiles(io),
+            ):
+                for content_file in _java_list(self.spark, files):
+                    spec_id, partition = int(content_file.specId()), content_file.partition()
+                    key = (spec_id, str(partition.toString()))
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    spec = self._t.specs().get(spec_id)
+                    if spec is None or spec.isUnpartitioned():
+                        return None
+                    match = exprs.alwaysTrue()
+                    fields = spec.fields()
+                    for i in range(fields.size()):
+                        field = fields.get(i)
+                        if field.transform().isVoid():
+                            continue
+                        source = schema.findColumnName(field.sourceId())
+                        if source is None:
+                            return None
+                        term = exprs.transform(source, field.transform())
+                        value = partition.get(i, any_value)
+                        predicate = (
+                            exprs.isNull(term) if value is None else exprs.equal(term, value)
+                        )
+                        match = getattr(exprs, "and")(match, predicate)
+                    row_filter = getattr(exprs, "or")(row_filter, match)
+        return row_filter
+
+    def scan_tasks(
+        self, snapshot_id: int, row_filter: Any | None = None
+    ) -> dict[tuple[str, frozenset[str]], Any]:
+        """Every data file of a snapshot (in the partitions ``row_filter`` selects) as the
+        scan task that reads it then, keyed by the file and the delete files applying to
+        it: two snapshots' tasks with one key read the same rows."""
+        scan = self._t.newScan().useSnapshot(snapshot_id)
+        if row_filter is not None:
+            scan = scan.filter(row_filter)
+        tasks = scan.planFiles()
+        try:
+            planned = _java_list(self.spark, tasks)
+        finally:
+            tasks.close()
+        out: dict[tuple[str, frozenset[str]], Any] = {}
+        for task in planned:
+            deletes = task.deletes()
+            key = (
+                str(task.file().location()),
+                frozenset(str(deletes.get(i).location()) for i in range(deletes.size())),
+            )
+            out[key] = task
+        return out
+
     def total_records(self) -> int | None:
         snap = self.current_snapshot()
         if snap is None:
@@ -177,6 +302,15 @@ def _snapshot(snap: Any) -> SnapshotInfo:
         timestamp_ms=int(snap.timestampMillis()),
         summary=_Summary(snap.summary()),
     )
+
+
+def _java_list(spark: Any, iterable: Any) -> list[Any]:
+    """A Java ``Iterable``'s elements, fetched by index: py4j's own iteration ends in a
+    Java exception that PySpark converts (~15 ms)."""
+    jlist = java_class(
+        spark, "org.apache.iceberg.relocated.com.google.common.collect.Lists"
+    ).newArrayList(iterable)
+    return [jlist.get(i) for i in range(jlist.size())]
 
 
 SPARK3_UTIL = "org.apache.iceberg.spark.Spark3Util"

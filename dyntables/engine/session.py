@@ -21,8 +21,10 @@ DEFAULT_CATALOG = "lakehouse"
 DEFAULT_NAMESPACE = "public"
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
-# Tables we create default to copy-on-write: Iceberg 1.10 changelog scans reject
-# delete files, and copy-on-write keeps change capture on the cheap path.
+# Tables we create default to copy-on-write (Iceberg's own default, said explicitly):
+# readers never merge delete files, and a change is captured from the files it rewrote
+# alone, without planning both snapshots (merge-on-read sources work too, see
+# refresh/changes.py).
 TABLE_DEFAULTS = {
     "format-version": "2",
     "write.delete.mode": "copy-on-write",

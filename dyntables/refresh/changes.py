@@ -2,12 +2,20 @@
 
 Cheapest correct method first:
   append        every snapshot in the range only added files: incremental append scan
-  changelog     copy-on-write changes: Iceberg's changelog scan, consolidated by row so
-                rows a rewrite carried over unchanged (-1 +1) cancel
-  snapshot_diff delete files (merge-on-read) in the range, which changelog scans reject,
-                or a source column named like a changelog metadata column
-                (``_change_type``): compare the two versions (reads both; correct, not cheap)
+  files         copy-on-write changes: the data files the range removed (-1) and added
+                (+1), netted over the range (a file a later commit rewrote again is read
+                by neither side), consolidated by row so rows a rewrite carried over
+                unchanged (-1 +1) cancel
+  snapshot_diff delete files (merge-on-read) at either end or in the range: the scan
+                tasks of the two snapshots, compared by data file and the delete files
+                applying to it; the files whose rows differ are read as they were (-1) and
+                as they are (+1), with their deletes, and consolidated the same way
   initial       the source was empty at the last refresh: all of it is new
+
+Both diffs read a file as Iceberg's scan would, through a staged scan task set (the way
+Iceberg's own compaction reads the files it picked), so they read only the files that
+changed, never a whole version of the table; compaction (``replace``) commits change no
+row and are skipped.
 
 Only the columns the plan scans are read, and the change is consolidated by those: a
 projection of a Z-set is still a Z-set, so carried-over rows still cancel, and columns
@@ -18,8 +26,8 @@ the scanned columns), the refresh is FULL with a reason code instead.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from dyntables.catalog.definition import SourceVersion
@@ -28,7 +36,7 @@ from dyntables.ivm.sqlb import W
 
 NONE = "none"
 APPEND = "append"
-CHANGELOG = "changelog"
+FILES = "files"
 SNAPSHOT_DIFF = "snapshot_diff"
 INITIAL = "initial"
 
@@ -36,21 +44,29 @@ SOURCE_REPLACED = "SOURCE_REPLACED"
 SOURCE_HISTORY_UNAVAILABLE = "SOURCE_HISTORY_UNAVAILABLE"
 SOURCE_SCHEMA_CHANGED = "SOURCE_SCHEMA_CHANGED"
 
-# metadata columns of Iceberg's changelog view: a source column of the same name makes
-# the view's schema invalid ("multiple fields for name _change_type")
-CHANGELOG_METADATA = frozenset({"_change_type", "_change_ordinal", "_commit_snapshot_id"})
+
+@dataclass(frozen=True)
+class FileDiff:
+    """The scan tasks (Java ``FileScanTask``) whose rows left the source (read with weight
+    -1) and arrived (+1), and the records of their data files: what reading them costs."""
+
+    left: tuple[Any, ...]
+    arrived: tuple[Any, ...]
+    records: int
 
 
 @dataclass(frozen=True)
 class Capture:
     method: str | None  # None: changes cannot be read; ``reason`` says why
     reason: str | None = None
-    changed_rows: int = 0  # estimate from snapshot summaries (no job)
+    # rows the capture reads, from Iceberg's metadata (no job): AUTO weighs it against the
+    # source's rows
+    changed_rows: int = 0
     total_rows: int = 0
-    # rows the capture reads from the source's files, from snapshot summaries (no job):
-    # added files for an append; removed and added files for a changelog (copy-on-write
-    # rewrites show here); both versions whole for a snapshot diff
+    # rows the capture reads from the source's files (no job): the added files of an
+    # append; the records of the files a diff reads (copy-on-write rewrites show here)
     read_rows: int = 0
+    diff: FileDiff | None = field(default=None, compare=False, repr=False)
 
 
 def _delete_files(summary: dict[str, str] | Any) -> bool:
@@ -90,13 +106,6 @@ def _schema_ids(table: IcebergTable, *snapshot_ids: int) -> set[int | None]:
     return ids
 
 
-def _has_changelog_metadata_column(table: IcebergTable) -> bool:
-    """Looked up by name: iterating the schema's columns through py4j ends in a Java
-    exception that PySpark converts (~15 ms a refresh)."""
-    schema = table._t.schema()
-    return any(schema.caseInsensitiveFindField(name) is not None for name in CHANGELOG_METADATA)
-
-
 def plan_capture(
     table: IcebergTable, old: SourceVersion, new: SourceVersion, columns: Sequence[str] = ()
 ) -> Capture:
@@ -128,19 +137,79 @@ def plan_capture(
         seen = {_fields(table, sid, columns) for sid in (old.snapshot, new.snapshot, None)}
         if len(seen) > 1:
             return Capture(None, SOURCE_SCHEMA_CHANGED)
-    changed = sum(
-        int(s.summary.get("added-records", "0") or 0)
-        + int(s.summary.get("deleted-records", "0") or 0)
-        for s in chain
-    )
+    if all(s.operation == "replace" for s in chain):  # compaction only: no row changed
+        return Capture(NONE, total_rows=total)
     if all(s.operation == "append" for s in chain):
-        return Capture(APPEND, changed_rows=changed, total_rows=total, read_rows=changed)
-    both = total + int(start.summary.get("total-records", "0") or 0)
-    if any(_delete_files(s.summary) for s in chain) or _delete_files(start.summary):
-        return Capture(SNAPSHOT_DIFF, changed_rows=changed, total_rows=total, read_rows=both)
-    if _has_changelog_metadata_column(table):  # the changelog view cannot be built
-        return Capture(SNAPSHOT_DIFF, changed_rows=changed, total_rows=total, read_rows=both)
-    return Capture(CHANGELOG, changed_rows=changed, total_rows=total, read_rows=changed)
+        added = sum(int(s.summary.get("added-records", "0") or 0) for s in chain)
+        return Capture(APPEND, changed_rows=added, total_rows=total, read_rows=added)
+    try:
+        if any(_delete_files(s.summary) for s in chain) or _delete_files(start.summary):
+            method = SNAPSHOT_DIFF
+            diff = _task_diff(table, old.snapshot, new.snapshot, [s.snapshot_id for s in chain])
+        else:
+            method = FILES
+            diff = _file_diff(table, (s.snapshot_id for s in chain))
+    except LookupError:  # a file's partition spec was removed: its files cannot be read
+        return Capture(None, SOURCE_HISTORY_UNAVAILABLE)
+    if not diff.left and not diff.arrived:
+        return Capture(NONE, total_rows=total)
+    return Capture(
+        method, changed_rows=diff.records, total_rows=total, read_rows=diff.records, diff=diff
+    )
+
+
+def _file_diff(table: IcebergTable, snapshot_ids: Iterable[int]) -> FileDiff:
+    removed, added = table.net_file_changes(snapshot_ids)
+    records = sum(int(f.recordCount()) for f in removed + added)
+    return FileDiff(tuple(table.file_tasks(removed)), tuple(table.file_tasks(added)), records)
+
+
+def _task_diff(table: IcebergTable, old: int, new: int, chain: list[int]) -> FileDiff:
+    """Tasks whose file or deletes differ between the snapshots: a data file gained (or
+    lost) delete files, or was added or removed, and is read as it was and as it is.
+    Only the partitions the range changed are planned."""
+    touched = table.touched_partitions(chain)
+    before, after = table.scan_tasks(old, touched), table.scan_tasks(new, touched)
+    left = tuple(task for key, task in before.items() if key not in after)
+    arrived = tuple(task for key, task in after.items() if key not in before)
+    records = sum(int(task.file().recordCount()) for task in left + arrived)
+    return FileDiff(left, arrived, records)
+
+
+class StagedScans:
+    """The scan task sets one refresh hands to Iceberg to read. Iceberg keeps a staged set
+    in a driver-wide map until it is removed, so the refresh removes its sets when it
+    ends (after the DataFrames reading them are unpersisted)."""
+
+    def __init__(self, spark: Any, prefix: str) -> None:
+        self.spark = spark
+        self.prefix = prefix
+        self._staged: list[tuple[Any, str]] = []
+
+    def read(self, table: IcebergTable, tasks: Sequence[Any]):  # noqa: ANN201 - DataFrame
+        from dyntables.engine.jvm import java_class
+
+        set_id = f"{self.prefix}-{len(self._staged)}"
+        jtasks = java_class(self.spark, "java.util.ArrayList")()
+        for task in tasks:
+            jtasks.add(task)
+        self._manager().stageTasks(table._t, set_id, jtasks)
+        self._staged.append((table._t, set_id))
+        return (
+            self.spark.read.format("iceberg")
+            .option("scan-task-set-id", set_id)
+            .load(str(table.name))
+        )
+
+    def close(self) -> None:
+        while self._staged:
+            jtable, set_id = self._staged.pop()
+            self._manager().removeTasks(jtable, set_id)
+
+    def _manager(self) -> Any:
+        from dyntables.engine.jvm import java_class
+
+        return java_class(self.spark, "org.apache.iceberg.spark.ScanTaskSetManager").get()
 
 
 def read_changes(
@@ -150,8 +219,11 @@ def read_changes(
     capture: Capture,
     old: SourceVersion,
     new: SourceVersion,
+    staged: StagedScans | None = None,
+    table: IcebergTable | None = None,
 ):  # noqa: ANN201 - DataFrame
-    """The consolidated delta as a DataFrame with the source's columns plus ``__w``."""
+    """The consolidated delta as a DataFrame with the source's columns plus ``__w``;
+    ``staged`` and ``table`` (the source, loaded) are needed for the two diffs."""
     from pyspark.sql import functions as F
 
     cols = [F.col(f"`{c}`") for c in columns]
@@ -166,25 +238,16 @@ def read_changes(
     if capture.method == INITIAL:
         df = spark.read.format("iceberg").option("snapshot-id", str(new.snapshot)).load(name)
         return df.select(*cols, F.lit(1).cast("bigint").alias(W))
-    if capture.method == CHANGELOG:
-        df = (
-            spark.read.format("iceberg")
-            .option("start-snapshot-id", str(old.snapshot))
-            .option("end-snapshot-id", str(new.snapshot))
-            .load(f"{name}.changes")
-        )
-        weight = (
-            F.when(F.col("_change_type").isin("INSERT", "UPDATE_AFTER"), F.lit(1))
-            .otherwise(F.lit(-1))
-            .cast("bigint")
-        )
-        return _consolidate(df.select(*cols, weight.alias(W)), columns)
-    if capture.method == SNAPSHOT_DIFF:
-        new_df = spark.read.format("iceberg").option("snapshot-id", str(new.snapshot)).load(name)
-        old_df = spark.read.format("iceberg").option("snapshot-id", str(old.snapshot)).load(name)
-        both = new_df.select(*cols, F.lit(1).cast("bigint").alias(W)).unionByName(
-            old_df.select(*cols, F.lit(-1).cast("bigint").alias(W))
-        )
+    if capture.method in (FILES, SNAPSHOT_DIFF):
+        diff = capture.diff
+        if diff is None or staged is None or table is None:
+            raise ValueError(f"a {capture.method} capture of {name} needs its files and table")
+        sides = [
+            staged.read(table, tasks).select(*cols, F.lit(weight).cast("bigint").alias(W))
+            for tasks, weight in ((diff.left, -1), (diff.arrived, 1))
+            if tasks
+        ]
+        both = sides[0] if len(sides) == 1 else sides[0].unionByName(sides[1])
         return _consolidate(both, columns)
     raise ValueError(f"no changes to read for capture {capture}")
 

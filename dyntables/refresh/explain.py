@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from dyntables.refresh.planner import Planner
 
 RULES = {
-    "Scan": "read the source's changes (append scan / changelog / snapshot diff)",
+    "Scan": "read the source's changes (appended files / changed files / snapshot diff)",
     "Filter": "filter the delta rows",
     "Project": "project the delta rows, keeping weights",
     "UnionAll": "union of the inputs' deltas",

@@ -27,7 +27,7 @@ from dyntables.refresh.apply import (
     append_delta,
     apply_delta,
 )
-from dyntables.refresh.changes import APPEND, INITIAL, NONE, Capture, read_changes
+from dyntables.refresh.changes import APPEND, INITIAL, NONE, Capture, StagedScans, read_changes
 from dyntables.refresh.compiled import (
     BoundSources,
     aggregate_nodes,
@@ -70,6 +70,7 @@ def incremental_refresh(
     cached: list[Any] = []
     views: list[str] = []
     prefix = f"_dt_{ctx.job_id[-12:]}"
+    task_sets = StagedScans(spark, ctx.job_id)
     try:
         states = {k: dict(v) for k, v in previous.state_tables.items()}
         _recover_state(spark, states)
@@ -86,6 +87,8 @@ def incremental_refresh(
                 capture,
                 previous.sources[source],
                 ctx.pinned[source],
+                task_sets,
+                load_table(spark, TableName(tuple(source.split(".")))) if capture.diff else None,
             )
             if capture.method not in (APPEND, INITIAL):
                 # a consolidated change (a shuffle) is computed once, however often the
@@ -235,6 +238,7 @@ def incremental_refresh(
             df.unpersist()
         for view in views:
             spark.catalog.dropTempView(view)
+        task_sets.close()
 
 
 UNWRITTEN = "dyntables: internal error: read the new state before it was written:"
