@@ -565,3 +565,111 @@ def output_delta_sql(node: Aggregate, change_view: str, avg_types: Mapping[str, 
             select([*cols, alias(lit(1), W)], sub(new)),
         ]
     )
+
+
+# -- rebuilding a small aggregate from its state ------------------------------------------------
+#
+# An aggregate at the top of its query (under projections only) whose state is small is
+# written whole: its new state is the old state's rows and the delta's per-group changes
+# summed by group (a UNION ALL and one GROUP BY: no join), cached, then written to the
+# state table and, finalized, to the dynamic table, side by side. Only additive state
+# qualifies: counts and exact (integer, decimal) sums. MIN/MAX, COUNT(DISTINCT) and
+# floating sums need their groups recomputed on deletes and take the general path.
+
+OLD_TAG = "__old"
+
+
+def rebuildable(node: Aggregate, state_types: Mapping[str, str]) -> bool:
+    """Whether the node's new state is its old state plus the delta, group by group."""
+    additive = all(call.func in ("count_star", "count", "sum", "avg") for call in node.aggs)
+    return additive and not floating_sums(node, state_types)
+
+
+def rebuild_sql(
+    node: Aggregate, delta: exp.Query, state: exp.Query, state_types: Mapping[str, str]
+) -> exp.Select:
+    """Every group's old (``o_``) and new (``n_``) state, ``__had`` when the old state had
+    the group: the old state's rows and the delta's per-group changes, summed by group."""
+    lay = layout(node)
+    values = lay.value_columns
+    tag = exp.column(OLD_TAG)
+    old_rows = select([*(col(c) for c in lay.all_columns), alias(exp.true(), OLD_TAG)], sub(state))
+    changes = delta_sql(node, delta)
+    change_rows = select(
+        [
+            *(col(k) for k in lay.keys),
+            *(alias(col("d_" + v), v) for v in values),
+            alias(exp.false(), OLD_TAG),
+        ],
+        sub(changes),
+    )
+    items: list[exp.Expr] = [col(k) for k in lay.keys]
+    items.append(alias(exp.func("coalesce", exp.Max(this=tag.copy()), exp.false()), "__had"))
+    for v in values:
+        items.append(
+            alias(exp.Max(this=exp.If(this=tag.copy(), true=col(v), false=exp.null())), "o_" + v)
+        )
+    new_cnt = exp.Sum(this=col(CNT))
+    items.append(
+        alias(
+            exp.If(
+                this=exp.LT(this=new_cnt, expression=lit(0)),
+                true=raise_error(INCONSISTENT),
+                false=new_cnt.copy(),
+            ),
+            "n_" + CNT,
+        )
+    )
+    for _, names in lay.aggs:
+        if "n" not in names:
+            continue
+        count = exp.Sum(this=col(names["n"]))
+        items.append(alias(count, "n_" + names["n"]))
+        if "s" in names:
+            total = exp.cast(
+                exp.Sum(this=exp.func("coalesce", col(names["s"]), lit(0))),
+                state_types[names["s"]],
+                dialect="spark",
+            )
+            empty = exp.EQ(this=count.copy(), expression=lit(0))
+            items.append(alias(exp.If(this=empty, true=exp.null(), false=total), "n_" + names["s"]))
+    q = select(items, sub(union_all([old_rows, change_rows])))
+    return q.group_by(*(col(k) for k in lay.keys)) if lay.keys else q
+
+
+def rebuilt_state_statement(node: Aggregate, state_table: str, rebuild: exp.Query) -> str:
+    """Overwrite the state with the new state (``rebuild``: :func:`rebuild_sql`) of every
+    group that still has rows (a global aggregate keeps its single row)."""
+    lay = layout(node)
+    items = [col(k) for k in lay.keys] + [alias(col("n_" + v), v) for v in lay.value_columns]
+    q = select(items, sub(rebuild))
+    if node.keys:
+        q = q.where(exp.NEQ(this=col("n_" + CNT), expression=lit(0)))
+    return f"INSERT OVERWRITE {state_table} {q.sql('spark')}"
+
+
+def rebuilt_row_counts(node: Aggregate, avg_types: Mapping[str, str]) -> tuple[exp.Expr, exp.Expr]:
+    """(rows inserted, rows deleted) of the aggregate's output, over the rebuild's rows:
+    a group whose finalized row changed loses its old row (if it had one) and gains its
+    new one (if it has one). Exact as long as what lies above the aggregate shows each
+    of its columns as it is (then two groups never share an output row)."""
+    lay = layout(node)
+    had: exp.Expr
+    if node.keys:
+        had = exp.GT(this=exp.func("coalesce", col("o_" + CNT), lit(0)), expression=lit(0))
+        has: exp.Expr = exp.GT(this=col("n_" + CNT), expression=lit(0))
+    else:
+        had, has = col("__had"), exp.true()
+    same = [
+        exp.NullSafeEQ(
+            this=finalize(call, names, avg_types.get(call.column), "o_"),
+            expression=finalize(call, names, avg_types.get(call.column), "n_"),
+        )
+        for call, names in lay.aggs
+    ]
+    changed = exp.Not(this=exp.paren(exp.and_(had.copy(), has.copy(), *same)))
+
+    def count_if(*conditions: exp.Expr) -> exp.Expr:
+        return exp.Sum(this=exp.If(this=exp.and_(*conditions), true=lit(1), false=lit(0)))
+
+    return count_if(has, changed), count_if(had, changed.copy())

@@ -159,12 +159,12 @@ def _rewrite_counted(
         )
     finally:
         spark.catalog.dropTempView(view)
-    counts = _observed(observation, ("ins", "del"))
+    counts = observed(observation, ("ins", "del"))
     inserted, deleted = int(counts["ins"]), int(counts["del"])
     return Applied(inserted, deleted, unchanged=inserted == 0 and deleted == 0)
 
 
-def _observed(observation: Any, names: tuple[str, ...]) -> dict[str, Any]:
+def observed(observation: Any, names: tuple[str, ...]) -> dict[str, Any]:
     """The observation's metrics ``names``; Spark's own ``get`` waits for ever if they
     never come, and iterates the whole map through py4j, whose end is a Java exception
     PySpark converts (~15 ms), so the metrics are looked up by name."""

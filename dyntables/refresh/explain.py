@@ -22,9 +22,10 @@ from dyntables.refresh.compiled import (
     BoundSources,
     aggregate_nodes,
     delta_output_sql,
+    output_sql,
     table_ref,
 )
-from dyntables.refresh.incremental import under_rowwise_root
+from dyntables.refresh.incremental import rebuilds_whole, under_rowwise_root
 
 if TYPE_CHECKING:
     from dyntables.refresh.planner import Planner
@@ -129,20 +130,39 @@ def explain(planner: Planner, dt: DynamicTableDef) -> list[tuple[str, str]]:
                     f"{src}: last refresh read snapshot {version.snapshot}, now {current.get(src)}",
                 )
             )
+    table_rows = table.total_records() if table else None
+    rebuilt = False
     if state is not None:
-        rows += _state_stages(spark, plan, renderer, state)
-    sql = delta_output_sql(plan, renderer, compiled.columns or list(plan.output_names))
+        stages, rebuilt = _state_stages(spark, plan, renderer, state, table_rows)
+        rows += stages
+    columns = compiled.columns or list(plan.output_names)
+    if rebuilt:
+        rows.append(("table sql", output_sql(plan, renderer, columns)))
+        rows.append(
+            (
+                "apply",
+                f"small table ({table_rows} rows): rewritten from the aggregate's new state"
+                " (its old state plus the change summed by group, one cached row per group),"
+                " the state written beside it; the rows inserted and deleted are counted"
+                " group by group while the table is written",
+            )
+        )
+        return rows
+    sql = delta_output_sql(plan, renderer, columns)
     rows.append(("delta sql", sql or "(no source can change)"))
-    rows.append(("apply", _apply_rule(plan, table.total_records() if table else None)))
+    rows.append(("apply", _apply_rule(plan, table_rows)))
     return rows
 
 
 def _state_stages(
-    spark: Any, plan: Plan, renderer: Renderer, state: RefreshState
-) -> list[tuple[str, str]]:
+    spark: Any, plan: Plan, renderer: Renderer, state: RefreshState, table_rows: int | None
+) -> tuple[list[tuple[str, str]], bool]:
     """Each aggregate's stages: the old and new state of the groups its input's delta
-    touches (``aggN_change``), and the -old/+new rows it emits from them."""
+    touches (``aggN_change``), and the -old/+new rows it emits from them; or, for an
+    aggregate the table is rewritten from, its new state (``aggN_new``). Also whether
+    the table is rewritten so."""
     rows: list[tuple[str, str]] = []
+    rebuilt = False
     for key, node in aggregate_nodes(plan):
         info = state.state_tables.get(key)
         child_delta = renderer.delta(node.child)
@@ -156,11 +176,17 @@ def _state_stages(
             rows.append((f"{key} state", f"{name} is missing: the next refresh is FULL"))
             continue
         types = {f.name: f.dataType.simpleString() for f in fields}
+        if rebuilds_whole(plan, node, types, table_rows):
+            rows.append(
+                (f"{key} new state", agg.rebuild_sql(node, child_delta, old, types).sql("spark"))
+            )
+            rebuilt = True
+            continue
         distinct = {j: f"{key}_d{j}_delta" for j, _ in agg.distinct_calls(node)}
         change = agg.change_sql(node, child_delta, old, types, distinct)
         rows.append((f"{key} change", change.sql("spark")))
         rows.append((f"{key} delta", agg.output_delta_sql(node, f"{key}_change", {}).sql("spark")))
-    return rows
+    return rows, rebuilt
 
 
 def _auto_rule(plan: Plan) -> str:

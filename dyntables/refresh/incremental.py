@@ -23,9 +23,11 @@ from dyntables.refresh import faults
 from dyntables.refresh.apply import (
     DYNTABLES_PREFIX,
     REWRITE_MAX_ROWS,
+    SINGLE_JOB_MAX_ROWS,
     Applied,
     append_delta,
     apply_delta,
+    observed,
 )
 from dyntables.refresh.changes import APPEND, INITIAL, NONE, Capture, StagedScans, read_changes
 from dyntables.refresh.compiled import (
@@ -33,6 +35,7 @@ from dyntables.refresh.compiled import (
     aggregate_nodes,
     avg_types,
     delta_output_sql,
+    output_sql,
     table_ref,
 )
 from dyntables.refresh.estimate import ReadEstimate, ReadWeigher
@@ -71,6 +74,7 @@ def incremental_refresh(
     views: list[str] = []
     prefix = f"_dt_{ctx.job_id[-12:]}"
     task_sets = StagedScans(spark, ctx.job_id)
+    rewrite: _Rewrite | None = None  # the table rewritten from an aggregate's new state
     try:
         states = {k: dict(v) for k, v in previous.state_tables.items()}
         _recover_state(spark, states)
@@ -132,6 +136,19 @@ def incremental_refresh(
             state_types = {
                 f.name: f.dataType.simpleString() for f in spark.table(name.sql()).schema.fields
             }
+            if rebuilds_whole(plan, node, state_types, ctx.table.total_records()):
+                deferred, rewrite, new_rel = _rebuild(
+                    ctx,
+                    f"{prefix}_{key}",
+                    (key, name, before),
+                    node,
+                    child_delta,
+                    state_types,
+                    averages,
+                )
+                writes.append(deferred)
+                renderer.materialized[id(node)] = Materialized(old_rel, new_rel, None)
+                continue
             distinct_views: dict[int, str] = {}
             for j, call in agg.distinct_calls(node):
                 dkey = f"{key}_d{j}"
@@ -193,7 +210,16 @@ def incremental_refresh(
                 ctx.stats[f"{key}.minmax_recomputed_groups"] = patched.where(
                     " OR ".join(flags)
                 ).count()
-            write = _StateWrite(spark, ctx.job_id, key, node, name, before, change_view)
+            write = _StateWrite(
+                spark,
+                ctx.job_id,
+                key,
+                node,
+                name,
+                before,
+                agg.rewrite_statement(node, name.sql(), change_view),
+                agg.merge_statement(node, name.sql(), change_view),
+            )
             out = select(["*"], sub(agg.output_delta_sql(node, change_view, averages)))
             if node is last_write_free:
                 # nothing above reads this aggregate's new state, only its delta: its
@@ -209,6 +235,8 @@ def incremental_refresh(
         delta_sql = delta_output_sql(plan, renderer, columns)
 
         def apply() -> Applied:
+            if rewrite is not None:
+                return rewrite.run(ctx.dt.name.sql(), output_sql(plan, renderer, columns))
             if delta_sql is not None and _inserts_only(plan, captures):
                 append_delta(spark, ctx.dt.name.sql(), columns, delta_sql)
                 staged = load_table(spark, ctx.dt.name)
@@ -238,10 +266,87 @@ def incremental_refresh(
             df.unpersist()
         for view in views:
             spark.catalog.dropTempView(view)
+        if rewrite is not None:
+            rewrite.close()
         task_sets.close()
 
 
 UNWRITTEN = "dyntables: internal error: read the new state before it was written:"
+
+
+def _rebuild(
+    ctx: RefreshContext,
+    prefix: str,
+    state: tuple[str, TableName, int | None],
+    node: Aggregate,
+    child_delta: exp.Query,
+    state_types: Mapping[str, str],
+    averages: Mapping[str, str],
+) -> tuple[_StateWrite, _Rewrite, exp.Query]:
+    """A small aggregate under projections that show all of it (``state``: its key,
+    state table and recorded snapshot): the write of its new state (old state plus the
+    delta, summed by group), the rewrite of the table from the same new state, and the
+    aggregate's new rows that rewrite renders the table from. The general way joins the
+    change with the state, derives the output's delta and merges it into the table.
+
+    The new state is cached and both writes read it: planned once, computed once. (Each
+    write computing it again from the pinned old state and change was slower: planning
+    it twice at once took longer than planning and caching it once.)"""
+    from pyspark import StorageLevel
+
+    key, name, before = state
+    rebuild = agg.rebuild_sql(
+        node, child_delta, select(["*"], table_ref(name, before)), state_types
+    )
+    cached = ctx.spark.sql(rebuild.sql("spark")).persist(StorageLevel.MEMORY_AND_DISK)
+    view = f"{prefix}_new"
+    cached.createOrReplaceTempView(view)
+    write = _StateWrite(
+        ctx.spark,
+        ctx.job_id,
+        key,
+        node,
+        name,
+        before,
+        agg.rebuilt_state_statement(node, name.sql(), select(["*"], view)),
+    )
+    rewrite = _Rewrite(ctx.spark, cached, view, node, averages)
+    return write, rewrite, agg.finalized(node, select(["*"], rewrite.observed), averages, "n_")
+
+
+class _Rewrite:
+    """The table written from an aggregate's new state (``cached``, a temp view named
+    ``view``), counting the rows inserted and deleted group by group as it goes
+    (observed metrics: no job of their own)."""
+
+    def __init__(
+        self, spark: Any, cached: Any, view: str, node: Aggregate, averages: Mapping[str, str]
+    ) -> None:
+        self.spark, self.cached, self.view = spark, cached, view
+        self.observed = f"{view}_obs"
+        self.counts = agg.rebuilt_row_counts(node, averages)
+
+    def run(self, table_sql: str, rows_sql: str) -> Applied:
+        """Overwrite the table with ``rows_sql`` (which reads :attr:`observed`)."""
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        observation = Observation(f"{self.view}_counts")
+        inserted, deleted = (F.expr(c.sql("spark")) for c in self.counts)
+        self.spark.table(self.view).observe(
+            observation, inserted.alias("ins"), deleted.alias("del")
+        ).createOrReplaceTempView(self.observed)
+        try:
+            self.spark.sql(f"INSERT OVERWRITE {table_sql} {rows_sql}")
+        finally:
+            self.spark.catalog.dropTempView(self.observed)
+        counts = observed(observation, ("ins", "del"))
+        ins, dels = int(counts["ins"]), int(counts["del"])
+        return Applied(ins, dels, unchanged=ins == 0 and dels == 0)
+
+    def close(self) -> None:
+        self.cached.unpersist()
+        self.spark.catalog.dropTempView(self.view)
 
 
 def _weigh_before_writing(
@@ -309,8 +414,9 @@ def written_snapshot(
 
 
 class _StateWrite:
-    """One aggregate's state update (rewrite of a small state, MERGE of a large one).
-    It commits at once, not staged: nothing reads a state table but its own dynamic
+    """One aggregate's state update: ``statement`` (a rewrite of a small state), or
+    ``large`` instead when the state has more than REWRITE_MAX_ROWS rows (a MERGE). It
+    commits at once, not staged: nothing reads a state table but its own dynamic
     table's refresh, which reads the snapshot the table recorded and rolls back a state
     committed by a refresh that then failed (``_recover_state``). That saves a publish
     commit per aggregate. ``after`` is the state snapshot the table will reflect."""
@@ -323,22 +429,52 @@ class _StateWrite:
         node: Aggregate,
         name: TableName,
         before: int | None,
-        change_view: str,
+        statement: str,
+        large: str | None = None,
     ) -> None:
         self.spark, self.job_id, self.key, self.node, self.name = spark, job_id, key, node, name
-        self.change_view = change_view
+        self.statement, self.large = statement, large
         self.after = before
         self.staged: int | None = None
 
     def run(self) -> None:
-        table = load_table(self.spark, self.name)
-        rows = table.total_records() if table is not None else None
-        if rows is not None and rows <= REWRITE_MAX_ROWS:
-            self.spark.sql(agg.rewrite_statement(self.node, self.name.sql(), self.change_view))
-        else:
-            self.spark.sql(agg.merge_statement(self.node, self.name.sql(), self.change_view))
+        statement = self.statement
+        if self.large is not None:
+            table = load_table(self.spark, self.name)
+            rows = table.total_records() if table is not None else None
+            if rows is None or rows > REWRITE_MAX_ROWS:
+                statement = self.large
+        self.spark.sql(statement)
         self.after, staged = written_snapshot(self.spark, self.name, self.job_id, self.after)
         self.staged = self.after if staged else None
+
+
+def rebuilds_whole(
+    plan: Plan, node: Aggregate, state_types: Mapping[str, str], table_rows: int | None
+) -> bool:
+    """Whether the refresh rewrites the table from the aggregate's new state (see
+    :func:`_rebuild`): the aggregate is all the table shows, its state is additive, and
+    the table small."""
+    return (
+        node is shown_whole(plan)
+        and agg.rebuildable(node, state_types)
+        and table_rows is not None
+        and table_rows <= SINGLE_JOB_MAX_ROWS
+    )
+
+
+def shown_whole(plan: Plan) -> Aggregate | None:
+    """The aggregate under the root's projections when they show each of its columns as
+    it is (renamed, reordered, beside computed ones): then its output rows are its groups,
+    one each, and the table can be rewritten from its new state and counted group by
+    group (see :func:`dyntables.ivm.aggregate.rebuilt_row_counts`)."""
+    node = plan.root
+    while isinstance(node, Project):
+        shown = {e.name for e in node.exprs if isinstance(e, exp.Column)}
+        if not set(node.child.columns) <= shown:
+            return None
+        node = node.child
+    return node if isinstance(node, Aggregate) else None
 
 
 def under_rowwise_root(plan: Plan) -> Aggregate | None:

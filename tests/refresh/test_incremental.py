@@ -109,6 +109,60 @@ def test_groups_that_swap_rows_leave_the_table_unchanged(lh: Lakehouse, unique) 
     assert_oracle(lh, dt)
 
 
+def test_a_table_showing_its_whole_aggregate_is_rewritten_from_the_new_state(
+    lh: Lakehouse, unique
+) -> None:
+    """Counts and exact sums, every key and aggregate among the columns: the new state is
+    the old one plus the change summed by group, and the table is written from it."""
+    src, dt, total, below = unique("src"), unique("dt"), unique("total"), unique("below")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (k STRING, v INT, d DECIMAL(10,2));
+        INSERT INTO {src} VALUES ('a', 1, 1.50), ('a', 2, NULL), ('b', 3, 2.25), (NULL, 4, 0.10);
+        CREATE DYNAMIC TABLE {dt} AS SELECT COUNT(*) AS n, k AS key, SUM(v) AS s, COUNT(d) AS nd,
+          SUM(d) AS sd, AVG(d) AS ad, AVG(v) AS av FROM {src} GROUP BY k;
+        CREATE DYNAMIC TABLE {total} AS SELECT COUNT(*) AS n, SUM(d) AS sd, AVG(d) AS ad FROM {src};
+        CREATE DYNAMIC TABLE {below} AS SELECT key, n FROM {dt} WHERE n > 1
+        """
+    )
+    explained = dict((r.item, r.detail) for r in lh.sql(f"EXPLAIN DYNAMIC TABLE {dt}").collect())
+    assert "rewritten from the aggregate's new state" in explained["apply"]
+    assert "agg0 new state" in explained
+    # a new group, a row moved between groups, the NULL group's last row gone, b's last
+    # non-null d gone (its SUM and AVG become NULL)
+    lh.sql(
+        f"""
+        INSERT INTO {src} VALUES ('c', 5, 9.99), ('b', 6, NULL);
+        UPDATE {src} SET k = 'b' WHERE k = 'a' AND v = 2;
+        DELETE FROM {src} WHERE k IS NULL OR d = 2.25
+        """
+    )
+    for table, changed in ((dt, (3, 3)), (total, (1, 1))):
+        before = _current(lh, table)
+        assert _refresh(lh, table) == ("INCREMENTAL", *changed)
+        assert _changed_rows(lh, table, before) == changed
+        assert_oracle(lh, table)
+    assert lh.sql(f"SELECT n, s, nd, sd, ad FROM {dt} WHERE key = 'b'").collect() == [
+        (2, 8, 0, None, None)
+    ]
+    assert _refresh(lh, below)[0] == "INCREMENTAL"
+    # a change that leaves every group's row as it was: the table keeps its snapshot
+    # and the layer below has nothing to do
+    lh.sql(f"UPDATE {src} SET v = 8 - v WHERE k = 'b'")  # b's rows (2, 6) swap values
+    before = _current(lh, dt)
+    assert _refresh(lh, dt) == ("INCREMENTAL", 0, 0)
+    assert _current(lh, dt) == before
+    assert_oracle(lh, dt)
+    assert _refresh(lh, below)[0] == "NO_DATA"
+    # every row gone: the groups go, the global aggregate keeps its row
+    lh.sql(f"DELETE FROM {src}")
+    assert _refresh(lh, dt) == ("INCREMENTAL", 0, 3)
+    assert _refresh(lh, total) == ("INCREMENTAL", 1, 1)
+    assert lh.sql(f"SELECT * FROM {total}").collect() == [(0, None, None)]
+    for table in (dt, total):
+        assert_oracle(lh, table)
+
+
 def _stats(lh: Lakehouse, dt: str) -> dict[str, str]:
     latest = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
     return dict(json.loads(latest.stats))

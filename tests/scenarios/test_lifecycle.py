@@ -279,8 +279,16 @@ def test_show_and_describe(lh: Lakehouse, pipeline) -> None:
     assert "Plan" in described
     explained = dict((r.item, r.detail) for r in lh.sql(f"EXPLAIN DYNAMIC TABLE {dt}").collect())
     assert explained["decision"] == "INCREMENTAL"
+    # the table shows its whole aggregate: its new state, the table written from it
+    assert "o___cnt" in explained["agg0 new state"] and "UNION ALL" in explained["agg0 new state"]
+    assert "agg0_new" in explained["table sql"]
+    assert "rewritten from the aggregate's new state" in explained["apply"]
+    # a MAX keeps the general path: the aggregate's stages over its state, the delta
+    # they emit, and how the delta reaches the table
+    top = f"{dt}_top"
+    lh.sql(f"CREATE DYNAMIC TABLE {top} AS SELECT k, MAX(v) AS top FROM {src} GROUP BY k")
+    explained = dict((r.item, r.detail) for r in lh.sql(f"EXPLAIN DYNAMIC TABLE {top}").collect())
     assert "delta sql" in explained
-    # the aggregate's own stages over its state, and how the delta reaches the table
     assert "agg0_change" in explained["agg0 delta"] and "o___cnt" in explained["agg0 change"]
     assert "small table" in explained["apply"]
 
