@@ -669,7 +669,8 @@ def rebuilt_row_counts(node: Aggregate, avg_types: Mapping[str, str]) -> tuple[e
     ]
     changed = exp.Not(this=exp.paren(exp.and_(had.copy(), has.copy(), *same)))
 
-    def count_if(*conditions: exp.Expr) -> exp.Expr:
-        return exp.Sum(this=exp.If(this=exp.and_(*conditions), true=lit(1), false=lit(0)))
+    def count_if(*conditions: exp.Expr) -> exp.Expr:  # 0, not NULL, over no rows
+        counted = exp.Sum(this=exp.If(this=exp.and_(*conditions), true=lit(1), false=lit(0)))
+        return exp.func("coalesce", counted, lit(0))
 
     return count_if(has, changed), count_if(had, changed.copy())
