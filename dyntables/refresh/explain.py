@@ -39,7 +39,7 @@ RULES = {
 }
 
 
-def _rule(node: Node) -> str:
+def _rule(node: Node, rebuilt: frozenset[int] = frozenset()) -> str:
     if isinstance(node, Join):
         if node.kind == "inner":
             return "dL JOIN R_old + L_new JOIN dR"
@@ -48,6 +48,11 @@ def _rule(node: Node) -> str:
         return "inner delta + NULL-padded rows whose key gained/lost its match"
     if isinstance(node, Aggregate):
         kinds = ", ".join(sorted({c.func.upper() for c in node.aggs})) or "DISTINCT"
+        if id(node) in rebuilt:
+            return (
+                f"new per-group state [{kinds}] = old state + change summed by group;"
+                " the table is rewritten from it"
+            )
         extra = (
             " (MIN/MAX recomputed only for groups whose extreme is deleted)"
             if any(c.func in ("min", "max") for c in node.aggs)
@@ -63,10 +68,14 @@ def _rule(node: Node) -> str:
     return RULES.get(type(node).__name__, "")
 
 
-def _tree(node: Node, depth: int = 0) -> list[tuple[str, str]]:
-    lines = [("  " * depth + node.label, _rule(node))]
+def _tree(
+    node: Node, depth: int = 0, rebuilt: frozenset[int] = frozenset()
+) -> list[tuple[str, str]]:
+    """The operator tree, one line each with its delta rule (``rebuilt``: the ids of the
+    aggregates whose table is rewritten from their new state, a different rule)."""
+    lines = [("  " * depth + node.label, _rule(node, rebuilt))]
     for child in node.children:
-        lines.extend(_tree(child, depth + 1))
+        lines.extend(_tree(child, depth + 1, rebuilt))
     return lines
 
 
@@ -93,6 +102,7 @@ def explain(planner: Planner, dt: DynamicTableDef) -> list[tuple[str, str]]:
     plan = compiled.plan
     decision, reason_text = planner.describe(dt, compiled)
     rows += [("decision", decision), ("reason", reason_text)]
+    operators = len(rows)
     rows += [("operator", f"{label}  --  {rule}") for label, rule in _tree(plan.root)]
     if decision == "FULL":  # AUTO chose to recompute: no delta will run
         return rows
@@ -131,12 +141,16 @@ def explain(planner: Planner, dt: DynamicTableDef) -> list[tuple[str, str]]:
                 )
             )
     table_rows = table.total_records() if table else None
-    rebuilt = False
+    rebuilt: frozenset[int] = frozenset()
     if state is not None:
         stages, rebuilt = _state_stages(spark, plan, renderer, state, table_rows)
         rows += stages
     columns = compiled.columns or list(plan.output_names)
     if rebuilt:
+        tree = _tree(plan.root, rebuilt=rebuilt)
+        rows[operators : operators + len(tree)] = [
+            ("operator", f"{label}  --  {rule}") for label, rule in tree
+        ]
         rows.append(("table sql", output_sql(plan, renderer, columns)))
         rows.append(
             (
@@ -156,13 +170,13 @@ def explain(planner: Planner, dt: DynamicTableDef) -> list[tuple[str, str]]:
 
 def _state_stages(
     spark: Any, plan: Plan, renderer: Renderer, state: RefreshState, table_rows: int | None
-) -> tuple[list[tuple[str, str]], bool]:
+) -> tuple[list[tuple[str, str]], frozenset[int]]:
     """Each aggregate's stages: the old and new state of the groups its input's delta
     touches (``aggN_change``), and the -old/+new rows it emits from them; or, for an
-    aggregate the table is rewritten from, its new state (``aggN_new``). Also whether
-    the table is rewritten so."""
+    aggregate the table is rewritten from, its new state (``aggN_new``). Also the ids of
+    the aggregates the table is rewritten from."""
     rows: list[tuple[str, str]] = []
-    rebuilt = False
+    rebuilt: set[int] = set()
     for key, node in aggregate_nodes(plan):
         info = state.state_tables.get(key)
         child_delta = renderer.delta(node.child)
@@ -180,13 +194,13 @@ def _state_stages(
             rows.append(
                 (f"{key} new state", agg.rebuild_sql(node, child_delta, old, types).sql("spark"))
             )
-            rebuilt = True
+            rebuilt.add(id(node))
             continue
         distinct = {j: f"{key}_d{j}_delta" for j, _ in agg.distinct_calls(node)}
         change = agg.change_sql(node, child_delta, old, types, distinct)
         rows.append((f"{key} change", change.sql("spark")))
         rows.append((f"{key} delta", agg.output_delta_sql(node, f"{key}_change", {}).sql("spark")))
-    return rows, rebuilt
+    return rows, frozenset(rebuilt)
 
 
 def _auto_rule(plan: Plan) -> str:

@@ -125,9 +125,13 @@ def test_a_table_showing_its_whole_aggregate_is_rewritten_from_the_new_state(
         CREATE DYNAMIC TABLE {below} AS SELECT key, n FROM {dt} WHERE n > 1
         """
     )
-    explained = dict((r.item, r.detail) for r in lh.sql(f"EXPLAIN DYNAMIC TABLE {dt}").collect())
+    rows = lh.sql(f"EXPLAIN DYNAMIC TABLE {dt}").collect()
+    explained = dict((r.item, r.detail) for r in rows)
     assert "rewritten from the aggregate's new state" in explained["apply"]
     assert "agg0 new state" in explained
+    operators = [r.detail for r in rows if r.item == "operator"]
+    assert any("the table is rewritten from it" in o for o in operators), operators
+    assert not any("-old/+new" in o for o in operators), operators
     # a new group, a row moved between groups, the NULL group's last row gone, b's last
     # non-null d gone (its SUM and AVG become NULL)
     lh.sql(
