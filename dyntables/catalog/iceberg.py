@@ -255,6 +255,46 @@ class IcebergTable:
             out[key] = task
         return out
 
+    def partition_fields(self) -> list[tuple[str, str]] | None:
+        """(source column, transform) of each field of the table's partition spec, as
+        Iceberg names them (``day``, ``identity``, ``bucket[16]``...); None when the
+        table has had more than one spec: a filter aligned with the current spec's
+        partitions may cut through the files an older spec wrote."""
+        if self._t.specs().size() != 1:
+            return None
+        schema = self._t.schema()
+        fields = self._t.spec().fields()
+        out = []
+        for i in range(fields.size()):
+            field = fields.get(i)
+            if field.transform().isVoid():
+                continue
+            source = schema.findColumnName(field.sourceId())
+            if source is None:
+                return None
+            out.append((str(source), str(field.transform().toString())))
+        return out
+
+    def count_files(self, column: str, transform: str, values: Iterable[int | None]) -> int:
+        """How many data files of the current snapshot lie in the partitions whose
+        ``transform`` of ``column`` is one of ``values`` (None: the NULL partition); one
+        planning pass over the manifests, the files counted on the JVM side."""
+        exprs = java_class(self.spark, "org.apache.iceberg.expressions.Expressions")
+        transforms = java_class(self.spark, "org.apache.iceberg.transforms.Transforms")
+        term = exprs.transform(column, transforms.fromString(transform))
+        row_filter = exprs.alwaysFalse()
+        for value in values:
+            predicate = exprs.isNull(term) if value is None else exprs.equal(term, value)
+            row_filter = getattr(exprs, "or")(row_filter, predicate)
+        tasks = self._t.newScan().filter(row_filter).planFiles()
+        try:
+            iterables = java_class(
+                self.spark, "org.apache.iceberg.relocated.com.google.common.collect.Iterables"
+            )
+            return int(iterables.size(tasks))
+        finally:
+            tasks.close()
+
     def total_records(self) -> int | None:
         snap = self.current_snapshot()
         if snap is None:

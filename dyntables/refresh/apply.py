@@ -9,7 +9,9 @@ go negative means the table and the delta disagree: the MERGE fails with
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from sqlglot import exp
@@ -32,6 +34,19 @@ REWRITE_MAX_ROWS = 200_000
 # 1.19, 200k 1.08 vs 1.26. Kept below 200k: a delta of inserts only would otherwise be
 # appended without reading the table at all.
 SINGLE_JOB_MAX_ROWS = 50_000
+
+# A table partitioned by a column of the delta (by hour/day/month/year, or by its value)
+# takes a delta that removes rows by overwriting the partitions holding them: one read
+# and one write of those partitions, where a MERGE reads them three times (counting the
+# current copies, finding the files with a match, rewriting them). Only when the
+# partitions are few and hold no more data files than values lose copies (so a MERGE
+# would rewrite about every one of them anyway). Measured (scratch A/B, alternating
+# rounds on two copies of the pipeline's dwd, 10M orders, ~3k rows deleted or updated
+# in two days' partitions and 7k new): MERGE 1.98 s, overwrite 0.85 s, medians of 6.
+OVERWRITE_MAX_PARTITIONS = 64
+OVERWRITE_FILES_PER_VALUE = 1  # files in those partitions per value losing copies, at most
+_TIME_TRANSFORMS = ("hour", "day", "month", "year")
+_INTEGRAL = ("tinyint", "smallint", "int", "bigint")
 
 # how long to wait for a finished write's observed counts (they arrive through Spark's
 # listener bus, normally within milliseconds)
@@ -67,7 +82,11 @@ def apply_delta(
     delta_sql: str,
     view_prefix: str,
     table_rows: int | None = None,
+    partitioning: Partitioning | None = None,
 ) -> Applied:
+    """``partitioning``: the table's partition fields and a way to count the data files
+    in some of its partitions (see :class:`Partitioning`), so a delta that removes rows
+    can overwrite the partitions holding them instead of MERGing."""
     if table_rows is not None and table_rows <= SINGLE_JOB_MAX_ROWS:
         return _rewrite_counted(spark, table_sql, columns, delta_sql, view_prefix)
     cols = ", ".join(_q(c) for c in columns)
@@ -85,9 +104,14 @@ def apply_delta(
         # and then a second one for the rest
         merges = table_rows is None or table_rows > REWRITE_MAX_ROWS
         bounded = _bounded_columns(consolidated.schema.fields) if merges else []
+        field = (
+            _partition_field(consolidated.schema.fields, partitioning.fields)
+            if merges and partitioning is not None
+            else None
+        )
         (row,) = spark.sql(
             f"SELECT COALESCE(SUM(IF({W} > 0, {W}, 0)), 0) AS ins, COALESCE(SUM(IF({W} < 0, -{W}, 0)), 0) AS del, "
-            f"COUNT_IF({W} < 0) AS neg_values{_bounds_items(bounded)} FROM {view}"
+            f"COUNT_IF({W} < 0) AS neg_values{_bounds_items(bounded)}{_units_items(field)} FROM {view}"
         ).collect()
         inserted, deleted, negatives = int(row["ins"]), int(row["del"]), int(row["neg_values"])
         if inserted == 0 and deleted == 0:
@@ -98,7 +122,14 @@ def apply_delta(
                 f"(SELECT *, explode(sequence(1, {W})) AS {i} FROM {view}) _x"
             )
             return Applied(inserted, deleted)
-        if merges:
+        condition = (
+            _overwrite_condition(field, row, negatives, partitioning)
+            if field is not None and partitioning is not None
+            else None
+        )
+        if condition is not None:
+            _overwrite(spark, table_sql, columns, view, condition)
+        elif merges:
             _merge(spark, table_sql, columns, view, _losing_ranges(bounded, row))
         else:
             _rewrite_counted(spark, table_sql, columns, f"SELECT * FROM {view}", view_prefix)
@@ -236,6 +267,151 @@ def _losing_ranges(bounded: list[tuple[str, str]], row: Any) -> str | None:
         between = exp.Between(this=column.copy(), low=low, high=high)
         parts.append(exp.paren(exp.or_(between, is_null)) if nulls else between)
     return exp.and_(*parts).sql("spark") if parts else None
+
+
+@dataclass(frozen=True)
+class Partitioning:
+    """The table's partition fields, (source column, Iceberg transform) each, and
+    ``count_files(column, transform, values)``: the data files in the partitions whose
+    transform of the column is one of the values (None: the NULL partition)."""
+
+    fields: tuple[tuple[str, str], ...]
+    count_files: Callable[[str, str, list[int | None]], int]
+
+
+@dataclass(frozen=True)
+class _Field:
+    """A partition field the delta's rows can be sorted into: ``unit`` is the SQL giving
+    a row's partition as Iceberg numbers it (hours, days, months or years since 1970,
+    or the value itself; days for a date)."""
+
+    name: str  # the delta's column
+    source: str  # the column as the table's spec names it
+    transform: str
+    type_sql: str
+
+    @property
+    def unit(self) -> str:
+        c = _q(self.name)
+        if self.type_sql == "date":
+            day = f"unix_date({c})"
+        elif self.type_sql == "timestamp":
+            if self.transform == "hour":
+                return f"CAST(floor(unix_micros({c}) / 3600000000) AS BIGINT)"
+            day = f"CAST(floor(unix_micros({c}) / 86400000000) AS INT)"
+        else:  # an integral identity
+            return f"CAST({c} AS BIGINT)"
+        if self.transform == "month":
+            d = f"date_from_unix_date({day})"
+            return f"((year({d}) - 1970) * 12 + month({d}) - 1)"
+        if self.transform == "year":
+            return f"(year(date_from_unix_date({day})) - 1970)"
+        return day
+
+
+def _partition_field(fields: Any, spec: tuple[tuple[str, str], ...]) -> _Field | None:
+    """The first partition field that is a time transform of a timestamp or date column
+    of the delta, or the identity of a date or integral one."""
+    types = {f.name.lower(): (f.name, f.dataType.simpleString()) for f in fields}
+    for source, transform in spec:
+        name, type_sql = types.get(source.lower(), (None, None))
+        if name is None or type_sql is None:
+            continue
+        timed = type_sql in ("timestamp", "date") and transform in _TIME_TRANSFORMS
+        if timed and not (type_sql == "date" and transform == "hour"):
+            return _Field(name, source, transform, type_sql)
+        if transform == "identity" and (type_sql == "date" or type_sql in _INTEGRAL):
+            return _Field(name, source, transform, type_sql)
+    return None
+
+
+def _units_items(field: _Field | None) -> str:
+    """The partitions of the values that lose copies (up to one more than may be
+    overwritten: the job only has to tell "too many"), as more columns of the counting
+    job."""
+    if field is None:
+        return ""
+    return (
+        f", slice(array_sort(collect_set(IF({W} < 0, {field.unit}, NULL))), 1, "
+        f"{OVERWRITE_MAX_PARTITIONS + 1}) AS _pu, "
+        f"COUNT_IF({W} < 0 AND {_q(field.name)} IS NULL) AS _pn"
+    )
+
+
+def _unit_bounds(field: _Field, unit: int) -> tuple[str, str]:
+    """The literals bounding one partition, ``[low, high)``, on the column's own type:
+    instants in UTC for a timestamp (Iceberg's transforms are in UTC); a date's identity
+    partition is its day."""
+    if field.transform == "hour":
+        start, end = (
+            datetime(1970, 1, 1, tzinfo=UTC) + timedelta(hours=u) for u in (unit, unit + 1)
+        )
+    else:
+        if field.transform == "month":
+            first = date(1970 + unit // 12, unit % 12 + 1, 1)
+            after = date(first.year + first.month // 12, first.month % 12 + 1, 1)
+        elif field.transform == "year":
+            first, after = date(1970 + unit, 1, 1), date(1971 + unit, 1, 1)
+        else:
+            first = date(1970, 1, 1) + timedelta(days=unit)
+            after = first + timedelta(days=1)
+        if field.type_sql == "date":
+            return f"DATE '{first.isoformat()}'", f"DATE '{after.isoformat()}'"
+        start, end = (datetime(d.year, d.month, d.day, tzinfo=UTC) for d in (first, after))
+    instant = "TIMESTAMP '%Y-%m-%d %H:%M:%SZ'"  # Z: UTC, whatever the session's zone
+    return start.strftime(instant), end.strftime(instant)
+
+
+def _overwrite_condition(
+    field: _Field, row: Any, negatives: int, partitioning: Partitioning
+) -> str | None:
+    """A filter selecting whole partitions, exactly those holding the values that lose
+    copies (every copy of such a value lies in its one partition); None when a MERGE is
+    the better way (too many partitions, or many more files in them than values)."""
+    units: list[int] = sorted(int(u) for u in (row["_pu"] or []))
+    nulls = int(row["_pn"]) > 0
+    if len(units) + nulls > OVERWRITE_MAX_PARTITIONS:
+        return None
+    values: list[int | None] = [*units, *([None] if nulls else [])]
+    files = partitioning.count_files(field.source, field.transform, values)
+    if files > negatives * OVERWRITE_FILES_PER_VALUE:
+        return None
+    c = _q(field.name)
+    parts = []
+    if field.transform == "identity" and field.type_sql != "date":  # an integral column
+        parts = [f"{c} IN ({', '.join(str(u) for u in units)})"] if units else []
+    else:
+        runs: list[list[int]] = []
+        for u in units:  # adjacent partitions make one range
+            if runs and runs[-1][1] == u - 1:
+                runs[-1][1] = u
+            else:
+                runs.append([u, u])
+        for lo, hi in runs:
+            low, high = _unit_bounds(field, lo)[0], _unit_bounds(field, hi)[1]
+            parts.append(f"({c} >= {low} AND {c} < {high})")
+    if nulls:
+        parts.append(f"{c} IS NULL")
+    return " OR ".join(parts) if parts else None
+
+
+def _overwrite(spark: Any, table_sql: str, columns: list[str], view: str, condition: str) -> None:
+    """The partitions ``condition`` selects, rewritten with their rows plus the delta's,
+    counted per value; the delta's rows outside them (values that only gain copies) are
+    added in the same commit."""
+    from pyspark.sql import functions as F
+
+    cols = ", ".join(_q(c) for c in columns)
+    n, m, i = (_helper(h, columns) for h in ("_n", "_m", "__i"))
+    checked = _checked_count(exp.column(n))
+    rows = spark.sql(
+        f"SELECT {cols} FROM (SELECT *, explode(sequence(1, {m})) AS {i} FROM ("
+        f"SELECT {cols}, {checked} AS {m} FROM ("
+        f"SELECT {cols}, SUM({n}) AS {n} FROM ("
+        f"SELECT {cols}, CAST(1 AS BIGINT) AS {n} FROM {table_sql} WHERE {condition} "
+        f"UNION ALL SELECT {cols}, {W} FROM {view}) _u GROUP BY {cols}) _s) _k WHERE {m} > 0) _e"
+    )
+    rows.writeTo(table_sql).overwrite(F.expr(condition))
 
 
 def _merge(

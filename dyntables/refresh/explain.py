@@ -164,7 +164,8 @@ def explain(planner: Planner, dt: DynamicTableDef) -> list[tuple[str, str]]:
         return rows
     sql = delta_output_sql(plan, renderer, columns)
     rows.append(("delta sql", sql or "(no source can change)"))
-    rows.append(("apply", _apply_rule(plan, table_rows)))
+    partitioned = bool(table.partition_fields()) if table is not None else False
+    rows.append(("apply", _apply_rule(plan, table_rows, partitioned)))
     return rows
 
 
@@ -226,7 +227,7 @@ def _auto_rule(plan: Plan) -> str:
     return text
 
 
-def _apply_rule(plan: Plan, table_rows: int | None) -> str:
+def _apply_rule(plan: Plan, table_rows: int | None, partitioned: bool = False) -> str:
     """How the delta reaches the table (see dyntables/refresh/apply.py)."""
     parts = []
     if keeps_inserts_positive(plan.root):
@@ -242,6 +243,11 @@ def _apply_rule(plan: Plan, table_rows: int | None) -> str:
             if table_rows is not None and table_rows <= REWRITE_MAX_ROWS
             else "MERGEd (only the table's rows within the leaving values' column ranges)"
         )
+        if partitioned and large.startswith("MERGEd"):
+            large = (
+                "the partitions holding the leaving values are overwritten when they are few"
+                " and hold no more data files than values leave; otherwise " + large
+            )
         parts.append(f"consolidated and counted; appended when it only inserts, else {large}")
     if under_rowwise_root(plan) is not None:
         parts.append("(the aggregate's state is written beside the table)")

@@ -25,6 +25,7 @@ from dyntables.refresh.apply import (
     REWRITE_MAX_ROWS,
     SINGLE_JOB_MAX_ROWS,
     Applied,
+    Partitioning,
     append_delta,
     apply_delta,
     observed,
@@ -244,8 +245,15 @@ def incremental_refresh(
                 added = int(snap.summary.get("added-records", "0") or 0) if snap else 0
                 return Applied(added, 0)
             if delta_sql is not None:
+                fields = ctx.table.partition_fields()
                 return apply_delta(
-                    spark, ctx.dt.name.sql(), columns, delta_sql, prefix, ctx.table.total_records()
+                    spark,
+                    ctx.dt.name.sql(),
+                    columns,
+                    delta_sql,
+                    prefix,
+                    ctx.table.total_records(),
+                    Partitioning(tuple(fields), ctx.table.count_files) if fields else None,
                 )
             return Applied(0, 0)
 

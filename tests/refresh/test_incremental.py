@@ -11,7 +11,7 @@ import pytest
 from dyntables import Lakehouse
 from dyntables.catalog.iceberg import load_table
 from dyntables.ivm import rules
-from dyntables.refresh import apply, planner
+from dyntables.refresh import apply, explain, planner
 from tests.oracle import assert_oracle
 
 
@@ -444,6 +444,77 @@ def test_a_table_partitioned_by_day_is_corrected_one_day_at_a_time(
     # MERGE compares every day)
     assert int(_stats(lh, dt)["input_rows"]) < 12_000
     assert_oracle(lh, dt)
+
+
+def test_corrections_overwrite_the_partitions_they_fall_in(
+    lh: Lakehouse, unique, monkeypatch
+) -> None:
+    """A table partitioned by a column of its rows takes a delta that removes rows by
+    rewriting the partitions holding them (one read and one write of those partitions,
+    where a MERGE reads them three times), whatever the transform: hours, days, months
+    or years of a timestamp or a date, or a date's or an integer's own value. Rows move
+    between partitions, one of two equal rows goes, rows of the NULL partition go, new
+    rows land outside the rewritten partitions."""
+    monkeypatch.setattr(apply, "SINGLE_JOB_MAX_ROWS", 0)  # as if the table were large
+    monkeypatch.setattr(apply, "REWRITE_MAX_ROWS", 0)
+    overwrites: list[str] = []
+    overwrite = apply._overwrite
+
+    def counted(spark, table_sql, columns, view, condition) -> None:  # type: ignore[no-untyped-def]
+        overwrites.append(condition)
+        overwrite(spark, table_sql, columns, view, condition)
+
+    monkeypatch.setattr(apply, "_overwrite", counted)
+    src = unique("src")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (id BIGINT, ts TIMESTAMP, d DATE, g INT, v INT, tag STRING);
+        INSERT INTO {src} SELECT id,
+          IF(id % 50 = 0, NULL, timestamp_seconds(1767225600 + (id % 5) * 86400 * 40 + id * 7)),
+          IF(id % 60 = 0, NULL, date_add(DATE'2026-01-01', CAST(id % 7 AS INT) * 45)),
+          IF(id % 70 = 0, NULL, CAST(id % 4 AS INT)), CAST(id % 3 AS INT), 'a' FROM range(600);
+        INSERT INTO {src} SELECT id, ts, d, g, v, 'b' FROM {src} WHERE id < 20
+        """
+    )
+    layouts = ("hours(ts)", "days(ts)", "months(ts)", "years(ts)", "days(d)", "months(d)")
+    dts = {layout: unique("dt") for layout in (*layouts, "d", "g")}
+    for layout, dt in dts.items():
+        lh.sql(
+            f"CREATE DYNAMIC TABLE {dt} PARTITIONED BY ({layout}) AS "
+            f"SELECT id, ts, d, g, v FROM {src} WHERE v >= 0"
+        )
+    lh.sql(
+        f"""
+        UPDATE {src} SET v = v + 1, ts = ts + INTERVAL 1 DAY, d = d + 1, g = g + 1
+          WHERE id IN (3, 7, 400);
+        DELETE FROM {src} WHERE (id = 11 AND tag = 'b') OR id IN (50, 60, 70, 120);
+        INSERT INTO {src} VALUES (1000, TIMESTAMP'2030-01-01 00:00:00', DATE'2030-01-01', 9, 1, 'a')
+        """
+    )
+    monkeypatch.setattr(explain, "SINGLE_JOB_MAX_ROWS", 0)
+    monkeypatch.setattr(explain, "REWRITE_MAX_ROWS", 0)
+    explained = dict(
+        (r.item, r.detail) for r in lh.sql(f"EXPLAIN DYNAMIC TABLE {dts['days(ts)']}").collect()
+    )
+    assert "partitions holding the leaving values are overwritten" in explained["apply"]
+    for layout, dt in dts.items():
+        before = len(overwrites)
+        assert _refresh(lh, dt) == ("INCREMENTAL", 6, 10), layout
+        assert len(overwrites) == before + 1, layout
+        assert_oracle(lh, dt)
+    # a partition holding more data files than values leaving it is MERGEd, as
+    # before: an overwrite would rewrite every file of it
+    by_year = dts["years(ts)"]
+    for i in range(3):
+        lh.sql(
+            f"INSERT INTO {src} VALUES ({2000 + i}, TIMESTAMP'2026-02-02 00:00:00', NULL, 1, 1, 'a')"
+        )
+        assert _refresh(lh, by_year)[0] == "INCREMENTAL"
+    lh.sql(f"DELETE FROM {src} WHERE id = 2001")
+    before = len(overwrites)
+    assert _refresh(lh, by_year) == ("INCREMENTAL", 0, 1)
+    assert len(overwrites) == before
+    assert_oracle(lh, by_year)
 
 
 def test_state_written_by_an_earlier_version_with_staging_still_refreshes(
