@@ -31,6 +31,7 @@ from dyntables.ivm.sqlb import (
     W,
     alias,
     col,
+    group_key,
     lit,
     null_safe_eq_all,
     raise_error,
@@ -116,7 +117,7 @@ def build_sql(node: Aggregate, child: exp.Query) -> exp.Select:
             items.append(alias(exp.Count(this=exp.Distinct(expressions=[arg.copy()])), names["d"]))  # type: ignore[union-attr]
     q = select(items, sub(child))
     if node.keys:
-        q = q.group_by(*(k.copy() for k in node.keys))
+        q = q.group_by(*(group_key(k) for k in node.keys))
     return q
 
 
@@ -130,7 +131,7 @@ def build_distinct_sql(node: Aggregate, call: AggCall, child: exp.Query) -> exp.
     q = select(items, sub(child)).where(
         exp.Not(this=exp.Is(this=arg.copy(), expression=exp.null()))
     )
-    return q.group_by(*(k.copy() for k in node.keys), arg.copy())
+    return q.group_by(*(group_key(k) for k in node.keys), group_key(arg))
 
 
 def distinct_change_sql(
@@ -145,7 +146,7 @@ def distinct_change_sql(
     dq = (
         select(d_items, sub(signed_rows(delta)))
         .where(exp.Not(this=exp.Is(this=arg.copy(), expression=exp.null())))
-        .group_by(*(k.copy() for k in node.keys), arg.copy())
+        .group_by(*(group_key(k) for k in node.keys), group_key(arg))
     )
     names = [*lay.keys, "v"]
     on = null_safe_eq_all([col(n, "_d") for n in names], [col(n, "_o") for n in names])
@@ -329,7 +330,7 @@ def delta_sql(
             items.append(alias(fn(this=dele), "x_" + names["m"]))
     q = select(items, sub(signed_rows(delta)))
     if node.keys:
-        q = q.group_by(*(k.copy() for k in node.keys))
+        q = q.group_by(*(group_key(k) for k in node.keys))
     return q
 
 
@@ -480,7 +481,7 @@ def recompute_sql(node: Aggregate, child_new: exp.Query, change_view: str) -> ex
             items.append(alias(exp.Sum(this=call.arg.copy()), "m_" + names["s"]))  # type: ignore[union-attr]
     q = select(items, sub(restricted))
     if node.keys:
-        q = q.group_by(*(k.copy() for k in node.keys))
+        q = q.group_by(*(group_key(k) for k in node.keys))
     return q
 
 

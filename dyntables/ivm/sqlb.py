@@ -32,6 +32,23 @@ def alias(e: exp.Expr, name: str) -> exp.Expr:
     return exp.alias_(e, name)
 
 
+def group_key(e: exp.Expr) -> exp.Expr:
+    """``e`` as a GROUP BY item: Spark reads an integer literal there (``0``, ``(-1)``) as a
+    position in the select list, so such a key (a constant the compiler groups by: the
+    value of ``COUNT(DISTINCT 0)``, a constant column of a subquery) is wrapped in a
+    CAST to its own type, INT, which Spark reads as a value."""
+    inner = e.unnest()
+    number = inner.this if isinstance(inner, exp.Neg) else inner
+    if isinstance(number, exp.Literal) and not number.is_string:
+        text = number.this
+        value = int(text) if text.isdigit() else None
+        if value is not None and inner is not number:
+            value = -value
+        if value is not None and -(2**31) <= value < 2**31:
+            return exp.Cast(this=e.copy(), to=exp.DataType.build("int"))
+    return e.copy()
+
+
 def select(items: Iterable[exp.Expr | str], source: exp.Expr | str) -> exp.Select:
     return exp.select(*items).from_(source)
 
