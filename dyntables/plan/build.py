@@ -68,6 +68,13 @@ def build_plan(
     query_text: str, schema: Schema, qualify_name: Callable[[TableName], TableName]
 ) -> Plan:
     tree = scoped_names(parse_query(query_text), qualify_name)
+    for select in tree.find_all(exp.Select):
+        where = select.args.get("where")
+        if where is not None and _own_time_windows(where) and _has_star(select):
+            # Spark adds the bucket to the columns a SELECT * sees when its WHERE uses it
+            raise NotIncremental(
+                "TIME_WINDOW", "window", "window() in WHERE under SELECT *; recomputed FULL"
+            )
     sg_schema: dict[str, object] = {}
     for name, cols in schema.items():
         cat, db, tbl = name.parts
@@ -233,6 +240,7 @@ class _Builder:
         node, scope = self.relation(from_.this, ctes)
         for join in select.args.get("joins") or []:
             node, scope = self._join(node, scope, join, ctes)
+        node, scope, select = self._time_window(node, scope, select)
         where = select.args.get("where")
         if where is not None:
             node = self._where(node, scope, where.this, ctes)
@@ -449,6 +457,64 @@ class _Builder:
             right = Filter(right, exp.and_(*local))
         return Join(kind, node, right, tuple(lkeys), tuple(rkeys), None)
 
+    # -- time buckets --------------------------------------------------------------------
+    def _time_window(
+        self, node: Node, scope: Scope, select: exp.Select
+    ) -> tuple[Node, Scope, exp.Select]:
+        """Spark's ``window(ts, '1 hour')`` computed once, below the SELECT that uses it.
+
+        Spark resolves the call only in a single-input operator (a projection, filter or
+        aggregate), where it also drops the rows whose time is NULL, and refuses it in a
+        join condition, which is where the delta rules put group and partition keys
+        (the groups whose MIN/MAX is recomputed, the window partitions re-ranked). So the
+        bucket becomes a column of a projection over the FROM clause, after a filter
+        that drops NULL times as Spark does, and the SELECT refers to that column."""
+        calls = _own_time_windows(select)
+        if not calls:
+            return node, scope, select
+        for call in calls:
+            name = call.name.lower()
+            if name != "window":
+                raise NotIncremental(
+                    "TIME_WINDOW",
+                    name,
+                    f"{name}() has no delta rule (a session's bounds depend on the rows "
+                    "around it); recomputed FULL",
+                )
+            args = call.expressions
+            if len(args) < 2 or not all(
+                isinstance(a, exp.Literal) and a.is_string for a in args[1:]
+            ):
+                raise NotIncremental("TIME_WINDOW", "window", "window() with non-literal durations")
+            if len(args) >= 3 and _interval_text(args[2]) != _interval_text(args[1]):
+                raise NotIncremental(
+                    "TIME_WINDOW",
+                    "window",
+                    "a sliding window() puts each row in several windows; recomputed FULL",
+                )
+        if len({c.sql("spark") for c in calls}) > 1:
+            raise NotIncremental(
+                "TIME_WINDOW", "window", "several different window() calls in one SELECT"
+            )
+        call = calls[0]
+        time = self.expr(call.expressions[0], scope)
+        bucket = exp.Anonymous(
+            this="window", expressions=[time, *(a.copy() for a in call.expressions[1:])]
+        )
+        node = Filter(node, exp.Not(this=exp.Is(this=time.copy(), expression=exp.Null())))
+        # only the columns the SELECT (or a subquery correlated with it) names pass, so
+        # that the scans below still read only what the query uses
+        named = {(c.table.lower(), c.name.lower()) for c in select.find_all(exp.Column)}
+        renamed = {v: self.fresh() for k, v in scope.items() if k in named}
+        bucket_col = self.fresh()
+        node = Project(node, (*(col(c) for c in renamed), bucket), (*renamed.values(), bucket_col))
+        scope = {k: renamed[v] for k, v in scope.items() if v in renamed}
+        scope[("", _TIME_WINDOW_COLUMN)] = bucket_col
+        select = select.copy()
+        for n in _own_time_windows(select):
+            n.replace(exp.column(_TIME_WINDOW_COLUMN))
+        return node, scope, select
+
     # -- GROUP BY / aggregates ---------------------------------------------------------------
     def _aggregate(
         self,
@@ -603,6 +669,54 @@ def rewrite_tree(root: exp.Expr, fn: Callable[[exp.Expr], exp.Expr | None]) -> e
 
     visit(root)
     return root
+
+
+# the name a SELECT refers to its time bucket by; never a column of the query's tables
+# (the scope is keyed by alias and name, and no table has the empty alias)
+_TIME_WINDOW_COLUMN = "__dyntables_time_window"
+_TIME_WINDOW_FUNCTIONS = frozenset({"window", "session_window", "window_time"})
+
+
+def _own_nodes(root: exp.Expr) -> list[exp.Expr]:
+    """``root`` and its descendants, not descending into nested queries (they are built,
+    with their own time buckets, where their SELECT is)."""
+    out: list[exp.Expr] = []
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(
+            c for c in n.iter_expressions() if not isinstance(c, (exp.Query, exp.Subquery))
+        )
+    return out
+
+
+def _own_time_windows(root: exp.Expr) -> list[exp.Anonymous]:
+    """The time-window calls of one SELECT (or one of its clauses), in its own scope."""
+    if isinstance(root, exp.Select):
+        parts = [
+            *root.expressions,
+            *(root.args[k] for k in ("where", "group", "having") if root.args.get(k)),
+        ]
+    else:
+        parts = [root]
+    return [
+        n
+        for part in parts
+        for n in _own_nodes(part)
+        if isinstance(n, exp.Anonymous) and n.name.lower() in _TIME_WINDOW_FUNCTIONS
+    ]
+
+
+def _interval_text(lit: exp.Expr) -> str:
+    return " ".join(lit.name.lower().split())
+
+
+def _has_star(select: exp.Select) -> bool:
+    return any(
+        isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+        for e in select.expressions
+    )
 
 
 def _conjuncts(e: exp.Expr | None) -> list[exp.Expr]:

@@ -302,6 +302,9 @@ class QueryGen:
                 lambda: f"month({sub(TS)})",
                 lambda: f"day({sub(DATE)})",
                 lambda: f"hour({sub(TS)})",
+                lambda: f"minute({sub(TS)})",
+                lambda: f"datediff({sub(DATE)}, DATE '2024-01-01')",
+                lambda: f"dayofweek({sub(DATE)})",
                 lambda: f"length({sub(STR)})",
                 lambda: f"CAST({sub(DEC)} AS INT)",
                 lambda: f"CAST({sub(DBL)} AS INT)",
@@ -337,6 +340,7 @@ class QueryGen:
                 lambda: f"concat({sub(STR)}, CAST({sub(INT)} AS STRING))",
                 lambda: f"substr({sub(STR)}, 1, 1)",
                 lambda: f"CAST({sub(DATE)} AS STRING)",
+                lambda: f"date_format({sub(TS)}, 'yyyy-MM HH')",
                 lambda: f"CASE WHEN {self.pred(scope, d)} THEN {sub(STR)} ELSE {sub(STR)} END",
             ]
         elif typ == DATE:
@@ -345,9 +349,16 @@ class QueryGen:
                 lambda: f"CAST({sub(TS)} AS DATE)",
                 lambda: f"coalesce({sub(DATE)}, DATE '2024-01-01')",
                 lambda: f"last_day({sub(DATE)})",
+                lambda: f"trunc({sub(DATE)}, 'MM')",
+                lambda: f"to_date({sub(TS)})",
             ]
         else:  # TIMESTAMP
-            forms = [lambda: f"coalesce({sub(TS)}, TIMESTAMP '2024-01-01 00:00:00')"]
+            forms = [
+                lambda: f"coalesce({sub(TS)}, TIMESTAMP '2024-01-01 00:00:00')",
+                lambda: f"date_trunc('{pick(ch, ['HOUR', 'DAY', 'MONTH'])}', {sub(TS)})",
+                lambda: f"CAST({sub(DATE)} AS TIMESTAMP)",
+                lambda: f"({sub(TS)} + INTERVAL 90 MINUTES)",
+            ]
         return pick(ch, forms)()
 
     def any_type(self, scope: Sequence[Ref], types: Sequence[str] = ORDERABLE) -> str:
@@ -537,7 +548,20 @@ class QueryGen:
         if not global_:
             tags.add("group_by")
             for _ in range(ch.int(1, 2)):
-                if chance(ch, 0.3):
+                bucketable = self.cols_of(rel.scope, TS)
+                if bucketable and "time_bucket" not in tags and chance(ch, 0.15):
+                    # Spark's time bucket (one per SELECT): a struct, or its start/end
+                    size = pick(
+                        ch,
+                        ["'1 hour'", "'30 minutes'", "'1 day'", "'1 hour', '1 hour', '15 minutes'"],
+                    )
+                    key = f"window({pick(ch, bucketable).sql}, {size})"
+                    typ = pick(ch, [TS, TS, ""])
+                    key = f"{key}.{pick(ch, ['start', 'end'])}" if typ else key
+                    keys.append(key)
+                    cols.append(Col(f"{prefix}{len(items)}", typ or "STRUCT", False, bool(typ)))
+                    tags.add("time_bucket")
+                elif chance(ch, 0.3):
                     typ = self.any_type(rel.scope, (INT, STR, DATE, DEC, DBL, TS))
                     key = self.expr(rel.scope, typ, 1)
                     if re.fullmatch(r"-?\d+", key):  # GROUP BY 5 would be an ordinal

@@ -1,19 +1,21 @@
-"""The operator tree's scans, pure (no Spark): a scan reads only the columns the query
-uses, and a query that must read a MAP column has no delta rule."""
+"""The operator tree, pure (no Spark): a scan reads only the columns the query uses, a
+query that must read a MAP column has no delta rule, and a time bucket is computed once
+below the SELECT that uses it."""
 
 from __future__ import annotations
 
 import pytest
+from sqlglot import exp
 
 from dyntables.plan.build import NotIncremental, build_plan
-from dyntables.plan.ops import scans
+from dyntables.plan.ops import Filter, Project, scans, walk_post_order
 from dyntables.sql.tokens import TableName
 from tests.plan.test_query import qualify
 
 T0 = TableName(("lakehouse", "public", "t0"))
 T1 = TableName(("lakehouse", "public", "t1"))
 SCHEMA = {
-    T0: [("k", "int"), ("n", "int"), ("m", "map<string,int>"), ("z", "int")],
+    T0: [("k", "int"), ("n", "int"), ("m", "map<string,int>"), ("z", "int"), ("ts", "timestamp")],
     T1: [("k", "int"), ("s", "string")],
 }
 
@@ -42,6 +44,11 @@ def scanned(sql: str) -> list[tuple[str, tuple[str, ...]]]:
         # a CTE named like its source, and its body's table read once
         ("WITH t0 AS (SELECT k, n FROM t0 WHERE k > 1) SELECT k FROM t0", [("t0", ("k", "n"))]),
         ("SELECT public.t0.k FROM public.t0", [("t0", ("k",))]),
+        # a time bucket's projection passes on only the columns the query names
+        (
+            "SELECT window(ts, '1 hour') AS w, SUM(n) AS s FROM t0 GROUP BY window(ts, '1 hour')",
+            [("t0", ("n", "ts"))],
+        ),
     ],
 )
 def test_scans_read_only_the_columns_the_query_uses(
@@ -64,3 +71,59 @@ def test_nested_ctes_of_one_name_build() -> None:
         qualify,
     )
     assert [s.table.parts[-1] for s in scans(plan.root)] == ["t0", "t1"]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT window(ts, '1 hour').start AS h, MIN(n) AS m FROM t0 GROUP BY window(ts, '1 hour').start",
+        "SELECT window(ts, '1 hour') AS w, COUNT(*) AS c FROM t0 GROUP BY window(ts, '1 hour')",
+        "SELECT k, ROW_NUMBER() OVER (PARTITION BY window(ts, '1 hour', '1 hour') ORDER BY n) AS r FROM t0",
+        "SELECT k FROM t0 WHERE window(ts, '30 minutes', '30 minutes', '5 minutes').end > '2024-01-01'",
+        "SELECT t0.k, MAX(window(t0.ts, '1 day').start) AS d FROM t0 JOIN t1 ON t0.k = t1.k GROUP BY t0.k",
+    ],
+)
+def test_a_time_bucket_is_a_column_of_a_projection_below_its_select(sql: str) -> None:
+    """Spark resolves window() only in a single-input operator (never in the join
+    conditions the delta rules key groups and partitions by), and drops rows whose time
+    is NULL there: the bucket is computed once, after a filter doing the same."""
+    root = build_plan(sql, SCHEMA, qualify).root
+    nodes = list(walk_post_order(root))
+    computing = [
+        n
+        for n in nodes
+        if any(a.name.lower() == "window" for e in _exprs(n) for a in e.find_all(exp.Anonymous))
+    ]
+    assert len(computing) == 1 and isinstance(computing[0], Project)
+    below = computing[0].child
+    assert isinstance(below, Filter)
+    assert isinstance(below.predicate, exp.Not) and isinstance(below.predicate.this, exp.Is)
+
+
+def _exprs(n: object) -> list[exp.Expr]:
+    out: list[exp.Expr] = []
+    for value in vars(n).values():
+        for v in value if isinstance(value, tuple) else (value,):
+            if isinstance(v, exp.Expr):
+                out.append(v)
+            elif hasattr(v, "arg") and isinstance(v.arg, exp.Expr):  # AggCall
+                out.append(v.arg)
+    return out
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # several windows per row
+        "SELECT window(ts, '1 hour', '30 minutes') AS w, COUNT(*) AS c FROM t0 GROUP BY window(ts, '1 hour', '30 minutes')",
+        # a session's bounds depend on the rows around it
+        "SELECT session_window(ts, '5 minutes') AS w, COUNT(*) AS c FROM t0 GROUP BY session_window(ts, '5 minutes')",
+        "SELECT window_time(window(ts, '1 hour')) AS t, COUNT(*) AS c FROM t0 GROUP BY window(ts, '1 hour')",
+        # Spark's SELECT * sees the bucket a WHERE computes as one more column
+        "SELECT * FROM t1 WHERE window(CAST(s AS TIMESTAMP), '1 hour').start > '2024-01-01'",
+    ],
+)
+def test_time_windows_without_a_delta_rule_refresh_full(sql: str) -> None:
+    with pytest.raises(NotIncremental) as err:
+        build_plan(sql, SCHEMA, qualify)
+    assert err.value.code == "TIME_WINDOW"
