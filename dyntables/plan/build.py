@@ -558,6 +558,11 @@ class _Builder:
             for g, kc in zip(group_exprs, key_cols, strict=True):
                 if n == g:
                     return col(kc)
+            if _is_aggregate_call(n) and not isinstance(n, exp.AggFunc):
+                name = n.name if isinstance(n, exp.Anonymous) else "any"
+                raise NotIncremental(
+                    "AGGREGATE_FUNCTION", name.upper(), f"{name.upper()} has no delta rule yet"
+                )
             if isinstance(n, exp.AggFunc):
                 call = self._agg_call(n, scope)
                 key = f"{call.func}:{call.arg.sql('spark') if call.arg is not None else ''}"
@@ -734,9 +739,50 @@ def _within(e: exp.Expr, scope: Scope) -> bool:
     return bool(cols) and all((c.table.lower(), c.name.lower()) in scope for c in cols)
 
 
+# Spark's built-in aggregate functions that sqlglot reads (or, in another version, may
+# read) as plain calls, and ANY, which it reads as a quantified comparison: without them
+# a global ``SELECT try_sum(x) FROM t`` looked like a projection, whose delta rule
+# evaluated it over the changed rows alone
+_ANONYMOUS_AGGREGATES = frozenset(
+    {
+        "every",
+        "some",
+        "any",
+        "std",
+        "try_sum",
+        "try_avg",
+        "histogram_numeric",
+        "count_min_sketch",
+        "hll_sketch_agg",
+        "hll_union_agg",
+        "bitmap_or_agg",
+        "regr_avgx",
+        "regr_avgy",
+        "regr_intercept",
+        "regr_sxx",
+        "regr_sxy",
+        "regr_syy",
+        "covar_samp",
+        "var_pop",
+        "stddev_samp",
+        "last_value",
+        "mean",
+        "grouping_id",
+        "percentile_cont",
+        "percentile_disc",
+    }
+)
+
+
+def _is_aggregate_call(n: exp.Expr) -> bool:
+    if isinstance(n, (exp.AggFunc, exp.Any)):
+        return True
+    return isinstance(n, exp.Anonymous) and n.name.lower() in _ANONYMOUS_AGGREGATES
+
+
 def _aggregates(e: exp.Expr) -> bool:
-    for n in e.find_all(exp.AggFunc):
-        if not any(isinstance(p, exp.Window) for p in _ancestors(n)):
+    for n in e.walk():
+        if _is_aggregate_call(n) and not any(isinstance(p, exp.Window) for p in _ancestors(n)):
             return True
     return False
 

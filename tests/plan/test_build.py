@@ -127,3 +127,20 @@ def test_time_windows_without_a_delta_rule_refresh_full(sql: str) -> None:
     with pytest.raises(NotIncremental) as err:
         build_plan(sql, SCHEMA, qualify)
     assert err.value.code == "TIME_WINDOW"
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT try_sum(n) AS s FROM t0",
+        "SELECT every(n > 0) AS e, std(n) AS sd FROM t0",
+        "SELECT any(n > 0) AS e FROM t0",
+        "SELECT k, some(n > 0) AS e FROM t0 GROUP BY k",
+        "SELECT k, std(k) AS e FROM t0 GROUP BY k",
+    ],
+)
+def test_aggregates_sqlglot_reads_as_plain_calls_have_no_delta_rule(sql: str) -> None:
+    """Not a projection: its delta rule would aggregate the changed rows alone."""
+    with pytest.raises(NotIncremental) as err:
+        build_plan(sql, SCHEMA, qualify)
+    assert err.value.code == "AGGREGATE_FUNCTION"
