@@ -68,6 +68,14 @@ def build_plan(
     query_text: str, schema: Schema, qualify_name: Callable[[TableName], TableName]
 ) -> Plan:
     tree = scoped_names(parse_query(query_text), qualify_name)
+    generators = [n for n in tree.walk() if _call_name(n) in _GENERATORS]
+    if generators or any(isinstance(n, exp.Aliases) for n in tree.walk()):
+        raise NotIncremental(
+            "GENERATOR",
+            _call_name(generators[0]).upper() if generators else "AS (...)",
+            "a generator in SELECT (explode, inline, stack, ...) makes rows and columns "
+            "the compiler does not model; recomputed FULL",
+        )
     for select in tree.find_all(exp.Select):
         where = select.args.get("where")
         if where is not None and _own_time_windows(where) and _has_star(select):
@@ -674,6 +682,29 @@ def rewrite_tree(root: exp.Expr, fn: Callable[[exp.Expr], exp.Expr | None]) -> e
 
     visit(root)
     return root
+
+
+# Spark's generators: in a SELECT list they turn one row into several, and some into
+# several columns (posexplode, inline, stack, explode of a map)
+_GENERATORS = frozenset(
+    {
+        "explode",
+        "explode_outer",
+        "posexplode",
+        "posexplode_outer",
+        "inline",
+        "inline_outer",
+        "stack",
+        "json_tuple",
+        "unnest",
+    }
+)
+
+
+def _call_name(n: exp.Expr) -> str:
+    if isinstance(n, exp.Anonymous):
+        return n.name.lower()
+    return n.sql_name().lower() if isinstance(n, exp.Func) else ""
 
 
 # the name a SELECT refers to its time bucket by; never a column of the query's tables

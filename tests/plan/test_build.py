@@ -144,3 +144,19 @@ def test_aggregates_sqlglot_reads_as_plain_calls_have_no_delta_rule(sql: str) ->
     with pytest.raises(NotIncremental) as err:
         build_plan(sql, SCHEMA, qualify)
     assert err.value.code == "AGGREGATE_FUNCTION"
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT k, explode(sequence(1, n)) AS i FROM t0",
+        "SELECT k, COUNT(*) AS c FROM (SELECT k, posexplode(sequence(1, n)) AS (p, v) FROM t0) x GROUP BY k",
+        "SELECT k, stack(2, n, z) AS v FROM t0",
+        "SELECT k, inline_outer(array(struct(n, z))) FROM t0",
+    ],
+)
+def test_generators_have_no_delta_rule(sql: str) -> None:
+    """One row in, several rows (and for some several columns) out."""
+    with pytest.raises(NotIncremental) as err:
+        build_plan(sql, SCHEMA, qualify)
+    assert err.value.code == "GENERATOR"
