@@ -571,6 +571,8 @@ class _Builder:
                 raise NotIncremental(
                     "AGGREGATE_FUNCTION", name.upper(), f"{name.upper()} has no delta rule yet"
                 )
+            if isinstance(n, exp.Filter) and isinstance(n.this, exp.AggFunc):
+                n = _filter_into_argument(n)
             if isinstance(n, exp.AggFunc):
                 call = self._agg_call(n, scope)
                 key = f"{call.func}:{call.arg.sql('spark') if call.arg is not None else ''}"
@@ -602,6 +604,8 @@ class _Builder:
                 f"{n.sql_name().upper()} has no delta rule yet",
             )
         arg = n.this
+        if isinstance(arg, exp.Distinct) and func in ("min", "max") and len(arg.expressions) == 1:
+            arg = arg.expressions[0]  # the extreme of the distinct values is the extreme
         if isinstance(arg, exp.Distinct):
             if func != "count" or len(arg.expressions) != 1:
                 raise NotIncremental(
@@ -803,6 +807,23 @@ _ANONYMOUS_AGGREGATES = frozenset(
         "percentile_disc",
     }
 )
+
+
+def _filter_into_argument(f: exp.Filter) -> exp.AggFunc:
+    """``AGG(x) FILTER (WHERE p)`` as ``AGG(CASE WHEN p THEN x END)``: the same value for
+    every aggregate with a rule, as they skip NULLs (``COUNT(*)`` counts ``CASE WHEN p
+    THEN 1 END``), so the aggregate keeps its delta rule."""
+    agg = f.this.copy()
+    assert isinstance(agg, exp.AggFunc)
+    cond = f.expression.this if isinstance(f.expression, exp.Where) else f.expression
+    arg = agg.this
+    if isinstance(agg, exp.Count) and (arg is None or isinstance(arg, exp.Star)):
+        agg.set("this", exp.case().when(cond.copy(), exp.Literal.number(1)))
+    elif isinstance(arg, exp.Distinct):
+        arg.set("expressions", [exp.case().when(cond.copy(), e.copy()) for e in arg.expressions])
+    elif arg is not None:
+        agg.set("this", exp.case().when(cond.copy(), arg.copy()))
+    return agg
 
 
 def _is_aggregate_call(n: exp.Expr) -> bool:

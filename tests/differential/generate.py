@@ -617,7 +617,14 @@ class QueryGen:
         return Query(sql, cols, tags, rel.tables, rel.grammar)
 
     def agg_call(self, scope: Sequence[Ref], tags: set[str]) -> tuple[str, str, bool]:
-        """(SQL, result type, exact) of one aggregate call."""
+        """(SQL, result type, exact) of one aggregate call, sometimes with a FILTER."""
+        sql, typ, exact = self._agg_call(scope, tags)
+        if chance(self.ch, 0.1):
+            tags.add("agg_filter")
+            sql = f"{sql} FILTER (WHERE {self.pred(scope, 0)})"
+        return sql, typ, exact
+
+    def _agg_call(self, scope: Sequence[Ref], tags: set[str]) -> tuple[str, str, bool]:
         ch = self.ch
         func = pick(ch, ["COUNT(*)", "SUM", "COUNT", "MIN", "MAX", "AVG"])
         if func == "COUNT(*)":
@@ -634,6 +641,8 @@ class QueryGen:
         if func == "COUNT":
             return f"COUNT({arg})", BIGINT, True
         tags.add("min_max")
+        if chance(ch, 0.1):
+            return f"{func}(DISTINCT {arg})", typ, True
         return f"{func}({arg})", typ, True
 
     def having(self, scope: Sequence[Ref]) -> str:

@@ -8,7 +8,7 @@ import pytest
 from sqlglot import exp
 
 from dyntables.plan.build import NotIncremental, build_plan
-from dyntables.plan.ops import Filter, Project, scans, walk_post_order
+from dyntables.plan.ops import Aggregate, Filter, Project, scans, walk_post_order
 from dyntables.sql.tokens import TableName
 from tests.plan.test_query import qualify
 
@@ -160,3 +160,31 @@ def test_generators_have_no_delta_rule(sql: str) -> None:
     with pytest.raises(NotIncremental) as err:
         build_plan(sql, SCHEMA, qualify)
     assert err.value.code == "GENERATOR"
+
+
+def _aggregate_of(sql: str) -> Aggregate:
+    return next(
+        n
+        for n in walk_post_order(build_plan(sql, SCHEMA, qualify).root)
+        if isinstance(n, Aggregate)
+    )
+
+
+def test_an_aggregate_filter_becomes_a_case_in_its_argument() -> None:
+    """``AGG(x) FILTER (WHERE p)`` is ``AGG(CASE WHEN p THEN x END)`` for every aggregate
+    with a rule (they skip NULLs), so it keeps the rule."""
+    agg = _aggregate_of(
+        "SELECT k, COUNT(*) FILTER (WHERE n > 1) AS c, SUM(z) FILTER (WHERE n > 2) AS s, "
+        "COUNT(DISTINCT z) FILTER (WHERE k > 0) AS d FROM t0 GROUP BY k"
+    )
+    calls = [(a.func, a.arg.sql("spark") if a.arg is not None else None) for a in agg.aggs]
+    assert [f for f, _ in calls] == ["count", "sum", "count_distinct"]
+    assert all(arg is not None and arg.startswith("CASE WHEN ") for _, arg in calls)
+
+
+def test_the_extreme_of_distinct_values_is_the_extreme() -> None:
+    agg = _aggregate_of("SELECT k, MAX(DISTINCT n) AS m, MIN(DISTINCT z) AS z FROM t0 GROUP BY k")
+    assert [a.func for a in agg.aggs] == ["max", "min"]
+    with pytest.raises(NotIncremental) as err:
+        build_plan("SELECT k, SUM(DISTINCT n) AS s FROM t0 GROUP BY k", SCHEMA, qualify)
+    assert err.value.code == "AGGREGATE_DISTINCT"
