@@ -459,6 +459,9 @@ class QueryGen:
                 left_key = f"coalesce({lk.sql}, 0)"
                 rel.tags.add("join_expression")
             cond = f"{left_key} = {rk.sql}"
+            if chance(ch, 0.08):  # NULL keys do match
+                cond = f"{left_key} <=> {rk.sql}"
+                rel.tags.add("null_safe_join")
             if kind == "JOIN" and chance(ch, 0.1):  # no equality at all
                 cond = f"{lk.sql} {pick(ch, ['<', '<=', '<>'])} {rk.sql}"
                 rel.tags.add("non_equi_join")
