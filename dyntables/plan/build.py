@@ -192,6 +192,16 @@ class _Builder:
     def fresh(self) -> str:
         return f"c{next(self._ids)}"
 
+    def _schema_name(self, name: TableName) -> TableName:
+        """The source as its catalog spells it. sqlglot lower-cases unquoted names (Spark
+        resolves columns case-insensitively), but an Iceberg catalog keeps a table's case:
+        ``FROM Orders`` reads the table Orders, which the qualified tree calls orders."""
+        if name in self.schema:
+            return name
+        folded = tuple(p.lower() for p in name.parts)
+        matches = [k for k in self.schema if tuple(p.lower() for p in k.parts) == folded]
+        return matches[0] if len(matches) == 1 else name
+
     # -- queries ---------------------------------------------------------------------------
     def query(self, q: exp.Expr, ctes: dict[str, exp.Expr]) -> tuple[Node, list[str]]:
         with_ = q.args.get("with_") or q.args.get("with")
@@ -292,7 +302,7 @@ class _Builder:
                     "Scan",
                     "a source read AS OF a fixed version never changes",
                 )
-            name = self.qualify_name(table_name(source))
+            name = self._schema_name(self.qualify_name(table_name(source)))
             if name not in self.schema:
                 raise NotIncremental(
                     "UNKNOWN_SOURCE", "Scan", f"{name} is not a known source table"

@@ -12,6 +12,7 @@ from dyntables import Lakehouse
 from dyntables.catalog.iceberg import load_table
 from dyntables.ivm import rules
 from dyntables.refresh import apply, explain, planner
+from tests.conftest import rows
 from tests.oracle import assert_oracle
 
 
@@ -540,3 +541,21 @@ def test_state_written_by_an_earlier_version_with_staging_still_refreshes(
         lh.sql(f"INSERT INTO {src} VALUES {batch}")
         assert _refresh(lh, dt)[0] == "INCREMENTAL"
         assert_oracle(lh, dt)
+
+
+def test_a_source_named_in_capitals_is_maintained_incrementally(lh: Lakehouse, unique) -> None:
+    """sqlglot lower-cases unquoted names but the Iceberg catalog keeps a table's case:
+    the compiler once looked for ``orders`` when the query read ``Orders``, found no such
+    source, and refreshed every time FULL with UNKNOWN_SOURCE."""
+    src, dt = unique("Orders"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (Kind STRING, Qty INT);
+        INSERT INTO {src} VALUES ('a', 1), ('b', 2);
+        CREATE DYNAMIC TABLE {dt} AS SELECT o.KIND AS kind, SUM(o.qty) AS qty FROM {src} o GROUP BY o.Kind
+        """
+    )
+    lh.sql(f"INSERT INTO {src} VALUES ('a', 5); DELETE FROM {src} WHERE Kind = 'b'")
+    assert _refresh(lh, dt) == ("INCREMENTAL", 1, 2)
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("a", 6)]
+    assert_oracle(lh, dt)
