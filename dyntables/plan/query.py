@@ -136,6 +136,8 @@ def table_refs(query: exp.Expr) -> list[tuple[exp.Table, exp.CTE | None]]:
                     if isinstance(child, exp.Expr):
                         visit(child, visible)
             return
+        if isinstance(node, exp.Hint):  # BROADCAST(t0) names a relation of the query
+            return
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):  # not range(10)
             unqualified = not node.args.get("db") and not node.args.get("catalog")
             found.append((node, visible.get(node.name.lower()) if unqualified else None))

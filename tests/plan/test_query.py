@@ -91,3 +91,15 @@ def test_cte_names_never_clash_with_names_in_the_query() -> None:
         parse_query("WITH w AS (SELECT _cte0_w FROM t0) SELECT * FROM w"), qualify
     ).sql("spark")
     assert sql == "WITH _cte1_w AS (SELECT _cte0_w FROM t0 AS t0) SELECT * FROM _cte1_w AS w"
+
+
+def test_a_hint_names_a_relation_not_a_table_to_pin() -> None:
+    """Pinning the table inside ``BROADCAST(t1)`` gave Spark a syntax error at CREATE."""
+    assert sources("SELECT /*+ BROADCAST(t1) */ t0.k FROM t0 JOIN t1 ON t0.k = t1.k") == [
+        "lakehouse.public.t0",
+        "lakehouse.public.t1",
+    ]
+    assert pinned("SELECT /*+ BROADCAST(t1) */ t0.k FROM t0 JOIN t1 ON t0.k = t1.k") == (
+        "SELECT /*+ BROADCAST(t1) */ t0.k FROM `lakehouse`.`public`.`t0` VERSION AS OF 7 AS t0 "
+        "JOIN `lakehouse`.`public`.`t1` VERSION AS OF 7 AS t1 ON t0.k = t1.k"
+    )
