@@ -68,6 +68,13 @@ def build_plan(
     query_text: str, schema: Schema, qualify_name: Callable[[TableName], TableName]
 ) -> Plan:
     tree = scoped_names(parse_query(query_text), qualify_name)
+    if any(isinstance(n, exp.TableSample) for n in tree.walk()):
+        raise NotIncremental(
+            "TABLESAMPLE",
+            "TABLESAMPLE",
+            "a sample draws other rows each time it runs; the changed rows alone cannot "
+            "say which rows it keeps; recomputed FULL",
+        )
     generators = [n for n in tree.walk() if _call_name(n) in _GENERATORS]
     if generators or any(isinstance(n, exp.Aliases) for n in tree.walk()):
         raise NotIncremental(
@@ -553,6 +560,17 @@ class _Builder:
                         "ROLLUP/CUBE/GROUPING SETS have no delta rule yet",
                     )
             group_exprs = list(group.expressions)
+            if group.args.get("all"):
+                # Spark's GROUP BY ALL: every item of the select list without an aggregate
+                if any(True for e in exprs for _ in e.find_all(exp.Window)):
+                    raise NotIncremental(
+                        "GROUP_BY_ALL", "GROUP BY ALL", "GROUP BY ALL with window functions"
+                    )
+                group_exprs = [
+                    e.unalias() if isinstance(e, exp.Alias) else e
+                    for e in exprs
+                    if not _aggregates(e)
+                ]
         keys = tuple(self.expr(g, scope) for g in group_exprs)
         key_cols = tuple(self.fresh() for _ in keys)
         aggs: list[AggCall] = []
@@ -843,7 +861,8 @@ def _is_aggregate_call(n: exp.Expr) -> bool:
 
 
 def _aggregates(e: exp.Expr) -> bool:
-    for n in e.walk():
+    """An aggregate of this SELECT (not one of a subquery, nor a window function)."""
+    for n in _own_nodes(e):
         if _is_aggregate_call(n) and not any(isinstance(p, exp.Window) for p in _ancestors(n)):
             return True
     return False

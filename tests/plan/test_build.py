@@ -188,3 +188,24 @@ def test_the_extreme_of_distinct_values_is_the_extreme() -> None:
     with pytest.raises(NotIncremental) as err:
         build_plan("SELECT k, SUM(DISTINCT n) AS s FROM t0 GROUP BY k", SCHEMA, qualify)
     assert err.value.code == "AGGREGATE_DISTINCT"
+
+
+def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
+    agg = _aggregate_of("SELECT k, n + 1 AS m, SUM(z) AS s, COUNT(*) + 1 AS c FROM t0 GROUP BY ALL")
+    assert len(agg.keys) == 2 and [a.func for a in agg.aggs] == ["sum", "count_star"]
+    assert _aggregate_of("SELECT SUM(z) AS s FROM t0 GROUP BY ALL").keys == ()
+
+
+@pytest.mark.parametrize(
+    ("sql", "code"),
+    [
+        ("SELECT k, n FROM t0 TABLESAMPLE (50 PERCENT)", "TABLESAMPLE"),
+        ("SELECT a.k FROM t0 AS a TABLESAMPLE (2 ROWS) JOIN t1 ON a.k = t1.k", "TABLESAMPLE"),
+        # the aggregate inside a scalar subquery is not one of the outer SELECT
+        ("SELECT k, (SELECT MAX(n) FROM t0) AS m FROM t0", "SUBQUERY_EXPRESSION"),
+    ],
+)
+def test_queries_refreshed_full_say_why(sql: str, code: str) -> None:
+    with pytest.raises(NotIncremental) as err:
+        build_plan(sql, SCHEMA, qualify)
+    assert err.value.code == code
