@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from sqlglot import exp
 from sqlglot.errors import OptimizeError
@@ -67,7 +68,7 @@ Scope = dict[tuple[str, str], str]  # (alias, column) -> internal name
 def build_plan(
     query_text: str, schema: Schema, qualify_name: Callable[[TableName], TableName]
 ) -> Plan:
-    tree = scoped_names(parse_query(query_text), qualify_name)
+    tree = _inline_named_windows(scoped_names(parse_query(query_text), qualify_name))
     if any(isinstance(n, exp.TableSample) for n in tree.walk()):
         raise NotIncremental(
             "TABLESAMPLE",
@@ -714,6 +715,43 @@ def rewrite_tree(root: exp.Expr, fn: Callable[[exp.Expr], exp.Expr | None]) -> e
 
     visit(root)
     return root
+
+
+def _inline_named_windows(tree: exp.Query) -> exp.Query:
+    """``SUM(x) OVER w ... WINDOW w AS (PARTITION BY k)`` with the window written out in
+    each OVER: the builder moves window functions into their own operator, away from the
+    SELECT whose WINDOW clause names them, and Spark then found ``w`` undefined."""
+    for select in tree.find_all(exp.Select):
+        named = select.args.get("windows")
+        if not named:
+            continue
+        defs = {w.this.name.lower(): w for w in named if isinstance(w.this, exp.Identifier)}
+
+        for part in select.expressions:
+            for n in _own_nodes(part):
+                if not (isinstance(n, exp.Window) and n.args.get("alias") and n.this is not None):
+                    continue
+                for key, value in _named_window(defs, n.alias.lower()).items():
+                    if value and not n.args.get(key):
+                        n.set(
+                            key,
+                            [v.copy() for v in value] if isinstance(value, list) else value.copy(),
+                        )
+                n.set("alias", None)
+        select.set("windows", None)
+    return tree
+
+
+def _named_window(
+    defs: Mapping[str, exp.Window], name: str, seen: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """PARTITION BY, ORDER BY and frame of a named window (``w2 AS (w1 ...)`` builds on
+    w1)."""
+    if name not in defs or name in seen:
+        raise NotIncremental("NAMED_WINDOW", "WINDOW", f"window {name} is not defined")
+    d = defs[name]
+    base = _named_window(defs, d.alias.lower(), (*seen, name)) if d.args.get("alias") else {}
+    return {k: d.args.get(k) or base.get(k) for k in ("partition_by", "order", "spec")}
 
 
 # Spark's generators: in a SELECT list they turn one row into several, and some into

@@ -8,7 +8,7 @@ import pytest
 from sqlglot import exp
 
 from dyntables.plan.build import NotIncremental, build_plan
-from dyntables.plan.ops import Aggregate, Filter, Project, scans, walk_post_order
+from dyntables.plan.ops import Aggregate, Filter, Project, Window, scans, walk_post_order
 from dyntables.sql.tokens import TableName
 from tests.plan.test_query import qualify
 
@@ -209,3 +209,15 @@ def test_queries_refreshed_full_say_why(sql: str, code: str) -> None:
     with pytest.raises(NotIncremental) as err:
         build_plan(sql, SCHEMA, qualify)
     assert err.value.code == code
+
+
+def test_named_windows_are_written_out_in_each_over() -> None:
+    plan = build_plan(
+        "SELECT k, SUM(n) OVER w AS s, ROW_NUMBER() OVER (w2 ORDER BY z) AS r FROM t0 "
+        "WINDOW w AS (PARTITION BY k), w2 AS (w)",
+        SCHEMA,
+        qualify,
+    )
+    windows = [n for n in walk_post_order(plan.root) if isinstance(n, Window)]
+    assert len(windows) == 1 and len(windows[0].partition_by) == 1
+    assert all(f.args.get("alias") is None for f in windows[0].funcs)
