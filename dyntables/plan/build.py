@@ -434,12 +434,19 @@ class _Builder:
                     "CORRELATED_IN", "IN", "IN (subquery) that refers to the outer query"
                 )
             right, names = self.query(query, ctes)
-            if len(names) != 1:
+            # (a, b) IN (SELECT x, y ...): in a WHERE, a semi join on a = x AND b = y
+            outer = sub.this.expressions if isinstance(sub.this, exp.Tuple) else [sub.this]
+            if len(names) != len(outer):
                 raise NotIncremental(
-                    "UNRESOLVED_QUERY", "IN", "IN (subquery) must return one column"
+                    "UNRESOLVED_QUERY", "IN", "IN (subquery) must return one column per value"
                 )
             return Join(
-                kind, node, right, (self.expr(sub.this, scope),), (col(right.columns[0]),), None
+                kind,
+                node,
+                right,
+                tuple(self.expr(e, scope) for e in outer),
+                tuple(col(c) for c in right.columns[: len(outer)]),
+                None,
             )
         select = sub.this
         if not isinstance(select, exp.Select) or any(
