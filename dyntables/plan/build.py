@@ -69,28 +69,7 @@ def build_plan(
     query_text: str, schema: Schema, qualify_name: Callable[[TableName], TableName]
 ) -> Plan:
     tree = _inline_named_windows(scoped_names(parse_query(query_text), qualify_name))
-    if any(isinstance(n, exp.TableSample) for n in tree.walk()):
-        raise NotIncremental(
-            "TABLESAMPLE",
-            "TABLESAMPLE",
-            "a sample draws other rows each time it runs; the changed rows alone cannot "
-            "say which rows it keeps; recomputed FULL",
-        )
-    generators = [n for n in tree.walk() if _call_name(n) in _GENERATORS]
-    if generators or any(isinstance(n, exp.Aliases) for n in tree.walk()):
-        raise NotIncremental(
-            "GENERATOR",
-            _call_name(generators[0]).upper() if generators else "AS (...)",
-            "a generator in SELECT (explode, inline, stack, ...) makes rows and columns "
-            "the compiler does not model; recomputed FULL",
-        )
-    for select in tree.find_all(exp.Select):
-        where = select.args.get("where")
-        if where is not None and _own_time_windows(where) and _has_star(select):
-            # Spark adds the bucket to the columns a SELECT * sees when its WHERE uses it
-            raise NotIncremental(
-                "TIME_WINDOW", "window", "window() in WHERE under SELECT *; recomputed FULL"
-            )
+    _refuse_unmodelled(tree)
     sg_schema: dict[str, object] = {}
     for name, cols in schema.items():
         cat, db, tbl = name.parts
@@ -722,6 +701,32 @@ def rewrite_tree(root: exp.Expr, fn: Callable[[exp.Expr], exp.Expr | None]) -> e
 
     visit(root)
     return root
+
+
+def _refuse_unmodelled(tree: exp.Query) -> None:
+    """Spark constructs the operator tree cannot express: they refresh FULL, with a code."""
+    if any(isinstance(n, exp.TableSample) for n in tree.walk()):
+        raise NotIncremental(
+            "TABLESAMPLE",
+            "TABLESAMPLE",
+            "a sample draws other rows each time it runs; the changed rows alone cannot "
+            "say which rows it keeps; recomputed FULL",
+        )
+    generators = [n for n in tree.walk() if _call_name(n) in _GENERATORS]
+    if generators or any(isinstance(n, exp.Aliases) for n in tree.walk()):
+        raise NotIncremental(
+            "GENERATOR",
+            _call_name(generators[0]).upper() if generators else "AS (...)",
+            "a generator in SELECT (explode, inline, stack, ...) makes rows and columns "
+            "the compiler does not model; recomputed FULL",
+        )
+    for select in tree.find_all(exp.Select):
+        where = select.args.get("where")
+        if where is not None and _own_time_windows(where) and _has_star(select):
+            # Spark adds the bucket to the columns a SELECT * sees when its WHERE uses it
+            raise NotIncremental(
+                "TIME_WINDOW", "window", "window() in WHERE under SELECT *; recomputed FULL"
+            )
 
 
 def _inline_named_windows(tree: exp.Query) -> exp.Query:
