@@ -213,8 +213,8 @@ def test_queries_refreshed_full_say_why(sql: str, code: str) -> None:
 
 def test_named_windows_are_written_out_in_each_over() -> None:
     plan = build_plan(
-        "SELECT k, SUM(n) OVER w AS s, ROW_NUMBER() OVER (w2 ORDER BY z) AS r FROM t0 "
-        "WINDOW w AS (PARTITION BY k), w2 AS (w)",
+        "SELECT k, SUM(n) OVER w AS s, ROW_NUMBER() OVER w2 AS r FROM t0 "
+        "WINDOW w AS (PARTITION BY k ORDER BY z), w2 AS w",
         SCHEMA,
         qualify,
     )
