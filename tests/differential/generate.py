@@ -525,6 +525,13 @@ class QueryGen:
         if kind == "in":
             rel.tags.add("semi_join")
             where = f" WHERE {self.pred(inner.scope, 0)}" if local else ""
+            if chance(ch, 0.2):  # a pair of values
+                outer2, inner2 = self.key_of(rel.scope), self.key_of(inner.scope)
+                rel.tags.add("in_tuple")
+                return (
+                    f"({outer_key.sql}, {outer2.sql}) IN "
+                    f"(SELECT {inner_key.sql}, {inner2.sql} FROM {inner.from_sql}{where})"
+                )
             return f"{outer_key.sql} IN (SELECT {inner_key.sql} FROM {inner.from_sql}{where})"
         neg = "NOT " if kind == "not_exists" else ""
         rel.tags.add("anti_join" if neg else "semi_join")
@@ -609,7 +616,11 @@ class QueryGen:
             cols.append(Col(name, INT))
             tags.add("window_rank")
         sql = f"SELECT {', '.join(items)} FROM {rel.from_sql}{where}"
-        if keys:
+        if keys and "OVER (" not in sql and chance(ch, 0.1):
+            # every item without an aggregate is a key or a function of the keys
+            sql += " GROUP BY ALL"
+            tags.add("group_by_all")
+        elif keys:
             sql += " GROUP BY " + ", ".join(keys)
         if chance(ch, 0.3):
             tags.add("having")
