@@ -540,7 +540,11 @@ class _Builder:
         group_exprs: list[exp.Expr] = []
         if group is not None:
             for unsupported in ("grouping_sets", "cube", "rollup", "totals"):
-                if group.args.get(unsupported):
+                # WITH ROLLUP sets the argument; ROLLUP(k) is an item of the list
+                if group.args.get(unsupported) or any(
+                    isinstance(e, (exp.Rollup, exp.Cube, exp.GroupingSets))
+                    for e in group.expressions
+                ):
                     raise NotIncremental(
                         "GROUPING_SETS",
                         "GROUP BY",

@@ -203,6 +203,10 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
         ("SELECT a.k FROM t0 AS a TABLESAMPLE (2 ROWS) JOIN t1 ON a.k = t1.k", "TABLESAMPLE"),
         # the aggregate inside a scalar subquery is not one of the outer SELECT
         ("SELECT k, (SELECT MAX(n) FROM t0) AS m FROM t0", "SUBQUERY_EXPRESSION"),
+        ("SELECT k, COUNT(*) AS c FROM t0 GROUP BY ROLLUP(k)", "GROUPING_SETS"),
+        ("SELECT k, COUNT(*) AS c FROM t0 GROUP BY CUBE(k, n)", "GROUPING_SETS"),
+        ("SELECT k, COUNT(*) AS c FROM t0 GROUP BY GROUPING SETS ((k), ())", "GROUPING_SETS"),
+        ("SELECT k, COUNT(*) AS c FROM t0 GROUP BY k WITH ROLLUP", "GROUPING_SETS"),
     ],
 )
 def test_queries_refreshed_full_say_why(sql: str, code: str) -> None:
