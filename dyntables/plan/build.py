@@ -553,7 +553,7 @@ class _Builder:
             group_exprs = list(group.expressions)
             if group.args.get("all"):
                 # Spark's GROUP BY ALL: every item of the select list without an aggregate
-                if any(True for e in exprs for _ in e.find_all(exp.Window)):
+                if any(e.find(exp.Window) for e in exprs):
                     raise NotIncremental(
                         "GROUP_BY_ALL", "GROUP BY ALL", "GROUP BY ALL with window functions"
                     )
@@ -709,15 +709,16 @@ def rewrite_tree(root: exp.Expr, fn: Callable[[exp.Expr], exp.Expr | None]) -> e
 
 def _refuse_unmodelled(tree: exp.Query) -> None:
     """Spark constructs the operator tree cannot express: they refresh FULL, with a code."""
-    if any(isinstance(n, exp.TableSample) for n in tree.walk()):
+    nodes = list(tree.walk())
+    if any(isinstance(n, exp.TableSample) for n in nodes):
         raise NotIncremental(
             "TABLESAMPLE",
             "TABLESAMPLE",
             "a sample draws other rows each time it runs; the changed rows alone cannot "
             "say which rows it keeps; recomputed FULL",
         )
-    generators = [n for n in tree.walk() if _call_name(n) in _GENERATORS]
-    if generators or any(isinstance(n, exp.Aliases) for n in tree.walk()):
+    generators = [n for n in nodes if _call_name(n) in _GENERATORS]
+    if generators or any(isinstance(n, exp.Aliases) for n in nodes):
         raise NotIncremental(
             "GENERATOR",
             _call_name(generators[0]).upper() if generators else "AS (...)",
@@ -856,37 +857,21 @@ def _within(e: exp.Expr, scope: Scope) -> bool:
     return bool(cols) and all((c.table.lower(), c.name.lower()) in scope for c in cols)
 
 
-# Spark's built-in aggregate functions that sqlglot reads (or, in another version, may
-# read) as plain calls, and ANY, which it reads as a quantified comparison: without them
-# a global ``SELECT try_sum(x) FROM t`` looked like a projection, whose delta rule
-# evaluated it over the changed rows alone
+# Spark's built-in aggregate functions that sqlglot reads as plain calls, and ANY, which
+# it reads as a quantified comparison: without them a global ``SELECT try_sum(x) FROM t``
+# looked like a projection, whose delta rule evaluated it over the changed rows alone
 _ANONYMOUS_AGGREGATES = frozenset(
     {
         "every",
         "some",
-        "any",
         "std",
+        "mean",
         "try_sum",
         "try_avg",
         "histogram_numeric",
         "count_min_sketch",
         "hll_sketch_agg",
         "hll_union_agg",
-        "bitmap_or_agg",
-        "regr_avgx",
-        "regr_avgy",
-        "regr_intercept",
-        "regr_sxx",
-        "regr_sxy",
-        "regr_syy",
-        "covar_samp",
-        "var_pop",
-        "stddev_samp",
-        "last_value",
-        "mean",
-        "grouping_id",
-        "percentile_cont",
-        "percentile_disc",
     }
 )
 
