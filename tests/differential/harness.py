@@ -27,16 +27,18 @@ Further checks, as steps or after every refresh:
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
 import os
 import re
+import threading
 import time
 import uuid
 import zlib
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +49,35 @@ from dyntables.refresh import apply, faults
 from dyntables.refresh.history import FULL, INCREMENTAL, NO_DATA
 from dyntables.refresh.planner import INCONSISTENT_STATE
 from tests.differential.generate import Scenario, Step, step_text
+
+# apply's size thresholds are process globals; scenarios run two at a time (the quick
+# profile's threads), so a scenario that changes them holds this lock while it runs:
+# with two such scenarios interleaved, the second saved the first's values as "before"
+# and put them back last, leaving every later test with a table "too large to rewrite"
+_THRESHOLDS = threading.Lock()
+
+
+@contextlib.contextmanager
+def _thresholds_of(large: int) -> Iterator[None]:
+    """apply's thresholds as ``_as_if_large`` chose, restored afterwards. A scenario
+    that is not large leaves them alone (and may run while another holds them changed:
+    it then takes the large paths too, which its oracle checks just as well)."""
+    if not large:
+        yield
+        return
+    with _THRESHOLDS:
+        saved = (apply.SINGLE_JOB_MAX_ROWS, apply.REWRITE_MAX_ROWS, apply.OVERWRITE_FILES_PER_VALUE)
+        apply.SINGLE_JOB_MAX_ROWS, apply.REWRITE_MAX_ROWS = 0, 0
+        if large == 2:  # partitions overwritten whatever their files
+            apply.OVERWRITE_FILES_PER_VALUE = 1_000_000
+        try:
+            yield
+        finally:
+            (
+                apply.SINGLE_JOB_MAX_ROWS,
+                apply.REWRITE_MAX_ROWS,
+                apply.OVERWRITE_FILES_PER_VALUE,
+            ) = saved
 
 
 def _as_if_large(scenario: Scenario) -> int:
@@ -329,54 +360,43 @@ class Harness:
 
         large = self.large = _as_if_large(scenario)
         self.stats.large += bool(large)
-        thresholds = (
-            apply.SINGLE_JOB_MAX_ROWS,
-            apply.REWRITE_MAX_ROWS,
-            apply.OVERWRITE_FILES_PER_VALUE,
-        )
-        if large:
-            apply.SINGLE_JOB_MAX_ROWS, apply.REWRITE_MAX_ROWS = 0, 0
-            if large == 2:  # partitions overwritten whatever their files
-                apply.OVERWRITE_FILES_PER_VALUE = 1_000_000
-        try:
-            for i, step in enumerate(scenario.steps):
-                t0 = time.monotonic()
-                try:
-                    self._step(result, step, rename)
-                except Failure as exc:
-                    result.failures.append(f"step {i + 1} [{step_text(step)[:160]}]: {exc}")
-                    result.mismatch = isinstance(exc, Mismatch)
-                    result.failed_step = i
-                    break
-                finally:
-                    self.stats.timing[step.op] += time.monotonic() - t0
-            if not result.failures:
-                for short, info in result.dts.items():
-                    if info.unchecked:  # its refreshes left it as CREATE built it
-                        t0 = time.monotonic()
-                        try:
-                            self.check(info, "after CREATE (checked at the end of the scenario)")
-                        except Failure as exc:
-                            result.failures.append(f"{short}: {exc}")
-                            result.mismatch = isinstance(exc, Mismatch)
-                            break
-                        finally:
-                            self.stats.timing["check at the end"] += time.monotonic() - t0
-        except ScenarioError as exc:
-            result.error = str(exc)
-            self.stats.scenario_errors += 1
-        finally:
-            (
-                apply.SINGLE_JOB_MAX_ROWS,
-                apply.REWRITE_MAX_ROWS,
-                apply.OVERWRITE_FILES_PER_VALUE,
-            ) = thresholds
-            if cleanup:
-                t0 = time.monotonic()
-                self._cleanup(result, scenario)
-                self.stats.timing["cleanup"] += time.monotonic() - t0
-            result.seconds = time.monotonic() - started
-            self.stats.seconds += result.seconds
+        with _thresholds_of(large):
+            try:
+                for i, step in enumerate(scenario.steps):
+                    t0 = time.monotonic()
+                    try:
+                        self._step(result, step, rename)
+                    except Failure as exc:
+                        result.failures.append(f"step {i + 1} [{step_text(step)[:160]}]: {exc}")
+                        result.mismatch = isinstance(exc, Mismatch)
+                        result.failed_step = i
+                        break
+                    finally:
+                        self.stats.timing[step.op] += time.monotonic() - t0
+                if not result.failures:
+                    for short, info in result.dts.items():
+                        if info.unchecked:  # its refreshes left it as CREATE built it
+                            t0 = time.monotonic()
+                            try:
+                                self.check(
+                                    info, "after CREATE (checked at the end of the scenario)"
+                                )
+                            except Failure as exc:
+                                result.failures.append(f"{short}: {exc}")
+                                result.mismatch = isinstance(exc, Mismatch)
+                                break
+                            finally:
+                                self.stats.timing["check at the end"] += time.monotonic() - t0
+            except ScenarioError as exc:
+                result.error = str(exc)
+                self.stats.scenario_errors += 1
+            finally:
+                if cleanup:
+                    t0 = time.monotonic()
+                    self._cleanup(result, scenario)
+                    self.stats.timing["cleanup"] += time.monotonic() - t0
+                result.seconds = time.monotonic() - started
+                self.stats.seconds += result.seconds
         if result.failures:
             if result.mismatch:
                 self.stats.mismatches += 1

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from dyntables.catalog.iceberg import load_table
-from dyntables.refresh import faults
+from dyntables.refresh import apply, faults
 from tests.differential import conftest
 from tests.differential.generate import (
     Scenario,
@@ -79,6 +79,21 @@ def test_generated_scenario(quick_results: dict[str, Result], group: str) -> Non
     dynamic table per shape over shared tables (replay with ``python -m
     tests.differential.fuzz --quick``)."""
     _assert_ok(quick_results[f"generated:{group}"])
+
+
+# apply's size thresholds as the package sets them, read before any scenario runs
+THRESHOLDS = (apply.SINGLE_JOB_MAX_ROWS, apply.REWRITE_MAX_ROWS, apply.OVERWRITE_FILES_PER_VALUE)
+
+
+def test_thresholds_are_restored_after_concurrent_scenarios(
+    quick_results: dict[str, Result],
+) -> None:
+    """Scenarios that apply deltas as to a large table change apply's thresholds while
+    they run, two scenarios at a time; afterwards every later test must see the package's
+    own values (interleaved, they once left "every table is too large to rewrite")."""
+    assert any(r.ok for r in quick_results.values())
+    now = (apply.SINGLE_JOB_MAX_ROWS, apply.REWRITE_MAX_ROWS, apply.OVERWRITE_FILES_PER_VALUE)
+    assert now == THRESHOLDS
 
 
 @settings(
