@@ -18,6 +18,7 @@ from sqlglot import exp
 from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.qualify import qualify
 
+from dyntables.plan import subquery
 from dyntables.plan.ops import (
     AggCall,
     Aggregate,
@@ -246,6 +247,7 @@ class _Builder:
         for join in select.args.get("joins") or []:
             node, scope = self._join(node, scope, join, ctes)
         node, scope, select = self._time_window(node, scope, select)
+        node, scope, select, late = self._scalar_subqueries(node, scope, select, ctes)
         where = select.args.get("where")
         if where is not None:
             node = self._where(node, scope, where.this, ctes)
@@ -255,7 +257,12 @@ class _Builder:
         group = select.args.get("group")
         has_agg = any(_aggregates(e) for e in exprs) or having is not None
         if group is not None or has_agg:
-            node, exprs, having_pred = self._aggregate(node, scope, select, exprs, group, having)
+            after = {k: c for k, (_, c) in late.items()}
+            node, exprs, having_pred = self._aggregate(
+                node, scope, select, exprs, group, having, after
+            )
+            for right, _ in late.values():  # one row each, joined to every group
+                node = Join("inner", node, right, (), (), None)
             post_scope: Scope | None = None
             if having_pred is not None:
                 node = Filter(node, having_pred)
@@ -382,14 +389,7 @@ class _Builder:
             if isinstance(inner, exp.Exists):
                 subqueries.append(("anti" if negated else "semi", inner))
             elif isinstance(inner, exp.In) and inner.args.get("query") is not None:
-                if negated:
-                    raise NotIncremental(
-                        "NOT_IN_SUBQUERY",
-                        "NOT IN",
-                        "NOT IN (subquery) is false for all rows once a NULL appears; "
-                        "use NOT EXISTS",
-                    )
-                subqueries.append(("semi", inner))
+                subqueries.append(("not_in" if negated else "semi", inner))
             elif any(True for _ in conj.find_all(exp.Subquery, exp.Exists)):
                 raise NotIncremental(
                     "SUBQUERY_EXPRESSION", "WHERE", f"subquery in {conj.sql('spark')[:60]}"
@@ -399,8 +399,29 @@ class _Builder:
         if plain:
             node = Filter(node, exp.and_(*plain))
         for kind, sub in subqueries:
-            node = self._semi(node, scope, kind, sub, ctes)
+            if kind == "not_in":
+                assert isinstance(sub, exp.In)
+                node = self._not_in(node, scope, sub, ctes)
+            else:
+                node = self._semi(node, scope, kind, sub, ctes)
         return node
+
+    def _not_in(self, node: Node, scope: Scope, sub: exp.In, ctes: dict[str, exp.Expr]) -> Node:
+        """``x NOT IN (SELECT y ...)`` as two anti joins (see :mod:`.subquery`)."""
+        try:
+            outer, query = subquery.not_in_parts(sub)
+        except subquery.Unsupported as exc:
+            raise NotIncremental(exc.code, "NOT IN", exc.detail) from None
+        if _correlated(query, scope):
+            raise NotIncremental(
+                "CORRELATED_IN", "NOT IN", "NOT IN (subquery) that refers to the outer query"
+            )
+        value = self.expr(outer, scope)
+        right, _ = self.query(query, ctes)
+        node = Join("anti", node, right, (value,), (col(right.columns[0]),), None)
+        killers, _ = self.query(subquery.null_killers(query), ctes)
+        is_null = exp.paren(exp.Is(this=value.copy(), expression=exp.null()))  # in `=`
+        return Join("anti", node, killers, (is_null,), (col(killers.columns[0]),), None)
 
     def _semi(
         self, node: Node, scope: Scope, kind: str, sub: exp.Expr, ctes: dict[str, exp.Expr]
@@ -469,6 +490,71 @@ class _Builder:
             right = Filter(right, exp.and_(*local))
         return Join(kind, node, right, tuple(lkeys), tuple(rkeys), None)
 
+    # -- scalar subqueries ----------------------------------------------------------------
+    def _scalar_subqueries(
+        self, node: Node, scope: Scope, select: exp.Select, ctes: dict[str, exp.Expr]
+    ) -> tuple[Node, Scope, exp.Select, dict[tuple[str, str], tuple[Node, str]]]:
+        """Scalar subqueries as joins (see :mod:`.subquery`), their places in the
+        expressions taking their values. Those of the WHERE clause, and of the select
+        list of a SELECT that does not aggregate, are joined here, below it; an
+        uncorrelated one in the select list or HAVING of an aggregating SELECT is joined
+        above its aggregate (returned: its value's scope key -> the node and column)."""
+        aggregating = (
+            select.args.get("group") is not None
+            or select.args.get("having") is not None
+            or any(_aggregates(e) for e in select.expressions)
+        )
+        select = select.copy()
+        where = select.args.get("where")
+        below = list(subquery.scalar_subqueries(where)) if where is not None else []
+        above: list[exp.Subquery] = []
+        for part in [*select.expressions, select.args.get("having")]:
+            if part is not None:
+                (above if aggregating else below).extend(subquery.scalar_subqueries(part))
+        late: dict[tuple[str, str], tuple[Node, str]] = {}
+        outer_aliases = {a for a, _ in scope if a}
+        joined_above = {id(sq) for sq in above}  # by identity: equal texts are equal trees
+        for sq in [*below, *above]:
+            body = sq.this
+            one_aggregate = (
+                isinstance(body, exp.Select)
+                and len(body.expressions) == 1
+                and _aggregates(body.expressions[0])
+            )
+            try:
+                joined = subquery.scalar_join(body, outer_aliases, one_aggregate)
+            except subquery.Unsupported as exc:
+                raise NotIncremental(exc.code, "scalar subquery", exc.detail) from None
+            if id(sq) in joined_above and joined.outer_keys:
+                raise NotIncremental(
+                    "SUBQUERY_EXPRESSION",
+                    "scalar subquery",
+                    "a correlated scalar subquery in the select list or HAVING of an "
+                    "aggregating SELECT",
+                )
+            right, _ = self.query(joined.body, ctes)
+            keys = len(joined.outer_keys)
+            name = f"{subquery.SUBQUERY_ALIAS}_{self.fresh()}"
+            if id(sq) in joined_above:
+                late[(name, subquery.VALUE)] = (right, right.columns[0])
+            elif keys:
+                node = Join(
+                    "left",
+                    node,
+                    right,
+                    tuple(self.expr(k, scope) for k in joined.outer_keys),
+                    tuple(col(c) for c in right.columns[:keys]),
+                    None,
+                )
+            else:
+                node = Join("inner", node, right, (), (), None)
+            if id(sq) not in joined_above:
+                scope = {**scope, (name, subquery.VALUE): right.columns[keys]}
+                if joined.empty is not None:
+                    scope[(name, subquery.MARKER)] = right.columns[keys + 1]
+            sq.replace(subquery.valued(name, joined.empty))
+        return node, scope, select, late
+
     # -- time buckets --------------------------------------------------------------------
     def _time_window(
         self, node: Node, scope: Scope, select: exp.Select
@@ -536,7 +622,10 @@ class _Builder:
         exprs: list[exp.Expr],
         group: exp.Group | None,
         having: exp.Having | None,
+        after: Scope,
     ) -> tuple[Node, list[exp.Expr], exp.Expr | None]:
+        """``after``: columns joined above the aggregate (an uncorrelated scalar
+        subquery's value, the same for every group)."""
         group_exprs: list[exp.Expr] = []
         if group is not None:
             for unsupported in ("grouping_sets", "cube", "rollup", "totals"):
@@ -599,6 +688,8 @@ class _Builder:
                     by_sql[key] = call.column
                     aggs.append(call)
                 return col(by_sql[key])
+            if isinstance(n, exp.Column) and (n.table.lower(), n.name.lower()) in after:
+                return col(after[(n.table.lower(), n.name.lower())])
             if isinstance(n, exp.Column):
                 raise NotIncremental(
                     "UNRESOLVED_QUERY",

@@ -239,7 +239,8 @@ def pin_sources(
     position-independent by :func:`scoped_names`).
 
     A source with no snapshot yet (never written) reads as empty, so that a commit racing
-    with the refresh cannot slip in unrecorded.
+    with the refresh cannot slip in unrecorded: filtered by a condition Spark cannot fold
+    (see :func:`never_true`).
     """
     pinned = scoped_names(query, qualify)
     for table, cte in table_refs(pinned):
@@ -255,7 +256,7 @@ def pin_sources(
             continue
         snapshot = versions[name]
         if snapshot is None:
-            empty = exp.select("*").from_(full).where(exp.false()).subquery(alias)
+            empty = exp.select("*").from_(full).where(never_true()).subquery(alias)
             table.replace(empty)
             continue
         full.set(
@@ -265,3 +266,15 @@ def pin_sources(
         full.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
         table.replace(full)
     return pinned
+
+
+def never_true() -> exp.Expr:
+    """A filter no row passes that Spark's optimizer cannot prove false. ``WHERE false``
+    turns a relation into an empty local one at planning time, and Spark 3.5 then
+    answers NULL for a correlated ``(SELECT COUNT(*) ... WHERE s.k = t.k)`` instead of
+    the 0 it answers over an empty table (so does ``rand() < 0``, even over rows); a
+    partition id is never negative, and this one is not folded."""
+    return exp.LT(
+        this=exp.Anonymous(this="spark_partition_id", expressions=[]),
+        expression=exp.Literal.number(0),
+    )

@@ -247,17 +247,19 @@ SHAPES = (
     "window_agg",
     "subquery",
     "cte",
+    "not_in",
+    "scalar_subquery",
     "dt_over_dt",
     "rejected",
 )
 
 REJECTED_KINDS = (
     "limit",
-    "not_in",
+    "not_in_pair",
     "count_distinct",
     "intersect",
     "except",
-    "scalar_subquery",
+    "scalar_non_equi",
     "rollup",
     "full_join_residual",
     "bool_agg",
@@ -511,8 +513,36 @@ class QueryGen:
             conj.append(self.pred(rel.scope, 1))
             rel.tags.add("filter")
         if semi and chance(ch, 0.25):
-            conj.append(self.semi(rel, pick(ch, ["exists", "in", "not_exists"])))
+            conj.append(self.semi(rel, pick(ch, ["exists", "in", "not_exists", "not_in"])))
+        if semi and chance(ch, 0.08):
+            conj.append(self.compared_with_scalar(rel))
         return rel.where_sql(conj)
+
+    def compared_with_scalar(self, rel: Rel) -> str:
+        sql, typ, _ = self.scalar(rel)
+        op = pick(self.ch, ["<", ">", "<=", ">=", "=", "<>"])
+        return f"{self.atom(rel.scope, typ)} {op} {sql}"
+
+    def scalar(self, rel: Rel, correlated: bool | None = None) -> tuple[str, str, bool]:
+        """(SQL, type, exact) of a scalar subquery aggregating a table: uncorrelated (one
+        row, even over no rows), or correlated with ``rel`` by equalities (no matching
+        rows: COUNT 0, anything else NULL)."""
+        ch = self.ch
+        inner = self.scan(pick(ch, self.tables))
+        rel.tables |= inner.tables
+        rel.tags.add("scalar_subquery")
+        call, typ, exact = self.agg_call(inner.scope, rel.tags)
+        if typ in INTEGRAL and chance(ch, 0.15):
+            call = f"({call} + 1)"  # a COUNT over no rows is 0, so this is 1 there
+        conj: list[str] = []
+        if correlated if correlated is not None else chance(ch, 0.6):
+            rel.tags.add("correlated_subquery")
+            for _ in range(1 + chance(ch, 0.2)):
+                conj.append(f"{self.key_of(inner.scope).sql} = {self.key_of(rel.scope).sql}")
+        if chance(ch, 0.4):
+            conj.append(self.pred(inner.scope, 0))
+        where = f" WHERE {' AND '.join(conj)}" if conj else ""
+        return f"(SELECT {call} FROM {inner.from_sql}{where})", typ, exact
 
     def semi(self, rel: Rel, kind: str) -> str:
         ch = self.ch
@@ -522,6 +552,10 @@ class QueryGen:
         outer_key = self.key_of(rel.scope)
         inner_key = self.key_of(inner.scope)
         local = f" AND {self.pred(inner.scope, 0)}" if chance(ch, 0.4) else ""
+        if kind == "not_in":  # a NULL on either side, or no rows at all, decides a lot
+            rel.tags.add("not_in")
+            where = f" WHERE {self.pred(inner.scope, 0)}" if local else ""
+            return f"{outer_key.sql} NOT IN (SELECT {inner_key.sql} FROM {inner.from_sql}{where})"
         if kind == "in":
             rel.tags.add("semi_join")
             where = f" WHERE {self.pred(inner.scope, 0)}" if local else ""
@@ -610,6 +644,16 @@ class QueryGen:
             items.append(f"{form} AS {name}")
             cols.append(Col(name, STR if "many" in form else BIGINT))
             tags.add("agg_expression")
+        if chance(ch, 0.08):  # a one-row subquery joined to every group (a share of a total)
+            name = f"{prefix}{len(items)}"
+            sub, typ, exact = self.scalar(rel, correlated=False)
+            if typ in INTEGRAL:
+                items.append(f"COUNT(*) * 100 - {sub} AS {name}")
+                cols.append(Col(name, BIGINT))
+            else:
+                items.append(f"{sub} AS {name}")
+                cols.append(Col(name, typ, False, exact))
+            tags.add("scalar_subquery")
         if keys and chance(ch, 0.1):  # a window over the aggregate's output
             name = f"{prefix}{len(items)}"
             items.append(f"RANK() OVER (ORDER BY COUNT(*)) AS {name}")
@@ -913,14 +957,15 @@ class QueryGen:
             q = self.spj(2)
             order = ", ".join(f"c{i}" for i in range(len(q.cols)))
             q.sql += f" ORDER BY {order} LIMIT {pick(ch, ['2', '1', '3'])}"
-        elif kind in ("not_in", "scalar_subquery", "non_equi_exists"):
+        elif kind in ("not_in_pair", "scalar_non_equi", "non_equi_exists"):
             rel = self.from_clause(1)
             inner = self.scan(pick(ch, self.tables))
             ok, ik = self.key_of(rel.scope), self.key_of(inner.scope)
-            if kind == "not_in":
-                cond = f"{ok.sql} NOT IN (SELECT {ik.sql} FROM {inner.from_sql})"
-            elif kind == "scalar_subquery":
-                cond = f"{ok.sql} >= (SELECT MIN({ik.sql}) FROM {inner.from_sql})"
+            if kind == "not_in_pair":
+                ok2, ik2 = self.key_of(rel.scope), self.key_of(inner.scope)
+                cond = f"({ok.sql}, {ok2.sql}) NOT IN (SELECT {ik.sql}, {ik2.sql} FROM {inner.from_sql})"
+            elif kind == "scalar_non_equi":
+                cond = f"{ok.sql} >= (SELECT MIN({ik.sql}) FROM {inner.from_sql} WHERE {ik.sql} < {ok.sql})"
             else:
                 cond = f"EXISTS (SELECT 1 FROM {inner.from_sql} WHERE {ik.sql} > {ok.sql})"
             items, cols = self.projection(rel.scope)
@@ -1056,6 +1101,23 @@ class QueryGen:
             return self.subquery()
         if shape == "cte":
             return self.cte()
+        if shape == "not_in":
+            rel = self.from_clause(2)
+            conj = [self.semi(rel, "not_in")]
+            if chance(ch, 0.4):
+                conj.append(self.pred(rel.scope, 1))
+            items, cols = self.projection(rel.scope)
+            sql = f"SELECT {', '.join(items)} FROM {rel.from_sql}{rel.where_sql(conj)}"
+            return Query(sql, cols, rel.tags, rel.tables)
+        if shape == "scalar_subquery":
+            rel = self.from_clause(2)
+            conj = [self.compared_with_scalar(rel)] if chance(ch, 0.5) else []
+            items, cols = self.projection(rel.scope)
+            sub, typ, exact = self.scalar(rel)
+            items.append(f"{sub} AS c{len(items)}")
+            cols.append(Col(f"c{len(cols)}", typ, False, exact))
+            sql = f"SELECT {', '.join(items)} FROM {rel.from_sql}{rel.where_sql(conj)}"
+            return Query(sql, cols, rel.tags, rel.tables)
         if shape == "rejected":
             return self.rejected()
         raise ValueError(f"unknown shape {shape}")
@@ -1473,8 +1535,8 @@ def gen_combined(
 
 # The quick profile (``make test``): every shape once, in three scenarios of shared tables.
 QUICK_GROUPS: tuple[tuple[str, ...], ...] = (
-    ("filter", "inner_join", "outer_join", "semi_join", "anti_join", "subquery"),
-    ("group_by", "global_agg", "distinct", "union_all", "union", "cte"),
+    ("filter", "inner_join", "outer_join", "semi_join", "anti_join", "subquery", "not_in"),
+    ("group_by", "global_agg", "distinct", "union_all", "union", "cte", "scalar_subquery"),
     ("window_rank", "window_dedup", "window_agg", "dt_over_dt", "rejected"),
 )
 

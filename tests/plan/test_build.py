@@ -8,7 +8,7 @@ import pytest
 from sqlglot import exp
 
 from dyntables.plan.build import NotIncremental, build_plan
-from dyntables.plan.ops import Aggregate, Filter, Project, Window, scans, walk_post_order
+from dyntables.plan.ops import Aggregate, Filter, Join, Project, Window, scans, walk_post_order
 from dyntables.sql.tokens import TableName
 from tests.plan.test_query import qualify
 
@@ -188,8 +188,25 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
         ("SELECT k, inline_outer(array(struct(n, z))) FROM t0", "GENERATOR"),
         ("SELECT k, n FROM t0 TABLESAMPLE (50 PERCENT)", "TABLESAMPLE"),
         ("SELECT a.k FROM t0 AS a TABLESAMPLE (2 ROWS) JOIN t1 ON a.k = t1.k", "TABLESAMPLE"),
-        # the aggregate inside a scalar subquery is not one of the outer SELECT
-        ("SELECT k, (SELECT MAX(n) FROM t0) AS m FROM t0", "SUBQUERY_EXPRESSION"),
+        # scalar subqueries that may return other than one row, or correlated otherwise
+        # than by equalities, or correlated above an aggregate
+        ("SELECT k, (SELECT s FROM t1 WHERE t1.k = t0.k) AS m FROM t0", "SUBQUERY_EXPRESSION"),
+        ("SELECT k, (SELECT MAX(s) FROM t1 GROUP BY k) AS m FROM t0", "SUBQUERY_EXPRESSION"),
+        (
+            "SELECT k FROM t0 WHERE n > (SELECT MIN(t1.k) FROM t1 WHERE t1.k > t0.k)",
+            "CORRELATED_NON_EQUI",
+        ),
+        ("SELECT k, (SELECT MAX(t1.k) + t0.n FROM t1) AS m FROM t0", "CORRELATED_NON_EQUI"),
+        (
+            "SELECT k, COUNT(*) AS c FROM t0 GROUP BY k "
+            "HAVING COUNT(*) > (SELECT COUNT(*) FROM t1 WHERE t1.k = t0.k)",
+            "SUBQUERY_EXPRESSION",
+        ),
+        ("SELECT k FROM t0 WHERE (k, n) NOT IN (SELECT k, k FROM t1)", "NOT_IN_SUBQUERY"),
+        (
+            "SELECT k FROM t0 WHERE k NOT IN (SELECT t1.k FROM t1 WHERE t1.s = t0.z)",
+            "CORRELATED_IN",
+        ),
         ("SELECT k, COUNT(*) AS c FROM t0 GROUP BY ROLLUP(k)", "GROUPING_SETS"),
         ("SELECT k, COUNT(*) AS c FROM t0 GROUP BY CUBE(k, n)", "GROUPING_SETS"),
         ("SELECT k, COUNT(*) AS c FROM t0 GROUP BY GROUPING SETS ((k), ())", "GROUPING_SETS"),
@@ -212,3 +229,67 @@ def test_named_windows_are_written_out_in_each_over() -> None:
     windows = [n for n in walk_post_order(plan.root) if isinstance(n, Window)]
     assert len(windows) == 1 and len(windows[0].partition_by) == 1
     assert all(f.args.get("alias") is None for f in windows[0].funcs)
+
+
+def _joins(sql: str) -> list[tuple[str, list[str], list[str]]]:
+    plan = build_plan(sql, SCHEMA, qualify)
+    return [
+        (n.kind, [k.sql("spark") for k in n.left_keys], [k.sql("spark") for k in n.right_keys])
+        for n in walk_post_order(plan.root)
+        if isinstance(n, Join)
+    ]
+
+
+def test_an_uncorrelated_scalar_subquery_is_a_cross_join_with_its_one_row() -> None:
+    plan = build_plan("SELECT k FROM t0 WHERE n > (SELECT AVG(t1.k) FROM t1)", SCHEMA, qualify)
+    (join,) = [n for n in walk_post_order(plan.root) if isinstance(n, Join)]
+    assert (join.kind, join.left_keys) == ("inner", ())
+    assert isinstance(join.right, Project) and isinstance(join.right.child, Aggregate)
+    assert join.right.child.is_global
+
+
+def test_a_correlated_scalar_subquery_is_a_left_join_with_its_groups() -> None:
+    """Grouped by the inner side of the equalities; COUNT over no rows is 0, so the value
+    is told apart from a missing group by a COUNT(*) that is never NULL in one."""
+    plan = build_plan(
+        "SELECT t0.k, (SELECT COUNT(t1.s) + 1 FROM t1 WHERE t1.k = t0.k AND t1.s > 'a') AS c "
+        "FROM t0",
+        SCHEMA,
+        qualify,
+    )
+    (join,) = [n for n in walk_post_order(plan.root) if isinstance(n, Join)]
+    assert join.kind == "left" and len(join.left_keys) == 1
+    (agg,) = [n for n in walk_post_order(plan.root) if isinstance(n, Aggregate)]
+    assert len(agg.keys) == 1 and sorted(a.func for a in agg.aggs) == ["count", "count_star"]
+    assert isinstance(plan.root, Project)
+    value = plan.root.exprs[1].sql("spark")
+    assert value.startswith("CASE WHEN") and "THEN 0 + 1 ELSE" in value
+
+
+def test_a_correlated_sum_needs_no_marker() -> None:
+    """A SUM over no rows is NULL, which the LEFT join gives anyway."""
+    plan = build_plan(
+        "SELECT t0.k, (SELECT SUM(t1.k) FROM t1 WHERE t1.s = CAST(t0.n AS STRING)) AS s FROM t0",
+        SCHEMA,
+        qualify,
+    )
+    (agg,) = [n for n in walk_post_order(plan.root) if isinstance(n, Aggregate)]
+    assert [a.func for a in agg.aggs] == ["sum"]
+    assert "CASE" not in plan.root.exprs[1].sql("spark")  # type: ignore[attr-defined]
+
+
+def test_a_scalar_subquery_over_the_groups_is_joined_above_the_aggregate() -> None:
+    plan = build_plan(
+        "SELECT k, SUM(n) / (SELECT SUM(t1.k) FROM t1) AS share FROM t0 GROUP BY k",
+        SCHEMA,
+        qualify,
+    )
+    (join,) = [n for n in walk_post_order(plan.root) if isinstance(n, Join)]
+    assert join.kind == "inner" and isinstance(join.left, Aggregate) and join.left.keys
+
+
+def test_not_in_is_two_anti_joins() -> None:
+    """On x = y, then on (x IS NULL) = k over TRUE per subquery row, FALSE per NULL y."""
+    joins = _joins("SELECT k FROM t0 WHERE k NOT IN (SELECT t1.k FROM t1 WHERE t1.s > 'a')")
+    assert [j[0] for j in joins] == ["anti", "anti"]
+    assert joins[1][1][0].endswith("IS NULL)")

@@ -1,0 +1,255 @@
+"""Subqueries in expressions, rewritten into joins the delta rules already maintain.
+
+Pure sqlglot: these functions take and return (qualified) syntax trees; the builder
+turns what they return into operators.
+
+A scalar subquery that aggregates its FROM clause is a join (Spark's optimizer does
+the same, ``RewriteCorrelatedScalarSubquery``):
+
+* uncorrelated, ``x > (SELECT AVG(y) FROM s)``: a global aggregate has exactly one row,
+  even over no rows, so the outer rows are cross-joined with it, one for one;
+* correlated by equalities, ``(SELECT SUM(y) FROM s WHERE s.k = t.k AND s.z > 0)``: the
+  aggregate grouped by the inner side of the equalities, LEFT-joined on them. A group
+  exists for each key with rows, so an outer row meets at most one; an outer row that
+  meets none (no rows, or a NULL key, which equals nothing) gets the aggregate over no
+  rows: COUNT is 0 there, every other aggregate NULL (the "COUNT bug" of naive
+  decorrelation), told apart by a COUNT(*) that is never NULL in a group that exists.
+
+``x NOT IN (SELECT y FROM s)`` keeps a row when s is empty, or when x is not NULL, no y
+equals it and no y is NULL (a NULL anywhere makes the comparison unknown). As two anti
+joins: on ``x = y`` (a NULL x matches nothing there), then on ``(x IS NULL) = k`` with
+the rows ``k = TRUE`` for every row of s (an x that is NULL goes as soon as s has a row)
+and ``k = FALSE`` for every NULL y (an x that is not NULL goes when s holds a NULL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+# the alias the builder gives a scalar subquery's columns in the outer scope; never a
+# table alias of the user's (sqlglot's qualify names sources after their tables)
+SUBQUERY_ALIAS = "__dyntables_sq"
+KEY = "__k"
+VALUE = "v"
+MARKER = "n"
+
+
+class Unsupported(Exception):
+    """A subquery outside these rewrites; ``code`` is the FULL reason code."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class ScalarJoin:
+    """A scalar subquery as a join: ``body`` is the query to join (its first
+    ``len(outer_keys)`` columns the keys, then the value, then the marker when
+    ``empty`` is not None); ``empty`` is the value over no rows (correlated only)."""
+
+    body: exp.Select
+    outer_keys: tuple[exp.Expr, ...]
+    empty: exp.Expr | None
+
+
+def scalar_subqueries(root: exp.Expr) -> Iterator[exp.Subquery]:
+    """The scalar subqueries of one clause, not those of nested queries, nor the query of
+    an ``IN (subquery)`` (a semi join of its own)."""
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, exp.Subquery):
+            if not (isinstance(n.parent, exp.In) and n.arg_key == "query"):
+                yield n
+            continue
+        if isinstance(n, exp.Query) and n is not root:
+            continue
+        stack.extend(n.iter_expressions())
+
+
+def scalar_join(query: exp.Expr, outer_aliases: set[str], aggregates: bool) -> ScalarJoin:
+    """``query`` (a scalar subquery's body) as a join; ``outer_aliases``: the table
+    aliases of the enclosing SELECT; ``aggregates``: whether its one expression is an
+    aggregate of this SELECT (the builder knows which calls are aggregates)."""
+    if not isinstance(query, exp.Select):
+        raise Unsupported("SUBQUERY_EXPRESSION", "a scalar subquery that is a set operation")
+    if len(query.expressions) != 1 or not aggregates:
+        raise Unsupported(
+            "SUBQUERY_EXPRESSION",
+            "a scalar subquery is maintained when it is one aggregate over its FROM "
+            "(such as (SELECT SUM(x) FROM t WHERE t.k = outer.k)); this one may return "
+            "other than one row",
+        )
+    for clause in ("group", "having", "limit", "offset", "distinct", "qualify", "with_", "with"):
+        if query.args.get(clause):
+            raise Unsupported(
+                "SUBQUERY_EXPRESSION",
+                f"a scalar subquery with {clause.rstrip('_').upper()} may return other than one row",
+            )
+    if any(True for _ in query.expressions[0].find_all(exp.Window)):
+        raise Unsupported("SUBQUERY_EXPRESSION", "a window function in a scalar subquery")
+    inner = _inner_aliases(query)
+    value = query.expressions[0].unalias()
+    if _outer_columns(value, outer_aliases, inner):
+        raise Unsupported(
+            "CORRELATED_NON_EQUI",
+            "a scalar subquery whose value reads the outer query (only its WHERE may)",
+        )
+    where = query.args.get("where")
+    local: list[exp.Expr] = []
+    inner_keys: list[exp.Expr] = []
+    outer_keys: list[exp.Expr] = []
+    for conj in _conjuncts(where.this if where is not None else None):
+        if not _outer_columns(conj, outer_aliases, inner):
+            local.append(conj)
+            continue
+        pair = _correlation(conj, outer_aliases, inner)
+        if pair is None:
+            raise Unsupported(
+                "CORRELATED_NON_EQUI",
+                f"scalar subquery correlated by {conj.sql('spark')[:60]}; only equalities "
+                "between the subquery's columns and the outer query's are maintained",
+            )
+        inner_keys.append(pair[0])
+        outer_keys.append(pair[1])
+    if inner_keys and _constant_conditions(query):
+        raise Unsupported(
+            "SUBQUERY_EXPRESSION",
+            "a condition without columns in a correlated scalar subquery: Spark 3.5 folds "
+            "it to an empty input and then answers NULL where a COUNT over no rows is 0; "
+            "recomputed, so the table shows what Spark answers",
+        )
+    body = query.copy()
+    items: list[exp.Expr] = [exp.alias_(k.copy(), f"{KEY}{i}") for i, k in enumerate(inner_keys)]
+    items.append(exp.alias_(value.copy(), VALUE))
+    empty = empty_value(value) if inner_keys else None
+    if empty is not None:
+        items.append(exp.alias_(exp.Count(this=exp.Star()), MARKER))
+    body.set("expressions", items)
+    body.set("where", exp.Where(this=exp.and_(*local)) if local else None)
+    body.set("order", None)
+    if inner_keys:
+        body.set("group", exp.Group(expressions=[k.copy() for k in inner_keys]))
+    return ScalarJoin(body, tuple(outer_keys), empty)
+
+
+def empty_value(value: exp.Expr) -> exp.Expr | None:
+    """``value`` over no rows: COUNT is 0, any other aggregate NULL; None when that is a
+    bare NULL (an aggregate other than COUNT), which the LEFT join gives anyway."""
+
+    def over_no_rows(n: exp.Expr) -> exp.Expr:
+        if isinstance(n, exp.Filter) and isinstance(n.this, exp.AggFunc):
+            n = n.this
+        if isinstance(n, exp.Count):
+            return exp.Literal.number(0)
+        if isinstance(n, exp.AggFunc):
+            return exp.null()
+        return n
+
+    empty = value.transform(over_no_rows)  # replaced nodes are not descended into
+    return None if isinstance(empty, exp.Null) else empty
+
+
+def valued(alias: str, empty: exp.Expr | None) -> exp.Expr:
+    """What replaces the subquery in the outer query: its value column, or the value
+    over no rows where the LEFT join found no group (the marker is NULL)."""
+    value = exp.column(VALUE, table=alias)
+    if empty is None:
+        return value
+    missing = exp.Is(this=exp.column(MARKER, table=alias), expression=exp.null())
+    return exp.case().when(missing, empty.copy()).else_(value)
+
+
+def not_in_parts(sub: exp.In) -> tuple[exp.Expr, exp.Select]:
+    """``x NOT IN (SELECT y ...)``: the outer value and the subquery's body (one column)."""
+    outer = sub.this
+    if isinstance(outer, exp.Tuple):
+        raise Unsupported(
+            "NOT_IN_SUBQUERY",
+            "(a, b) NOT IN (subquery): a NULL in one column of a row makes it unknown; "
+            "use NOT EXISTS",
+        )
+    query = sub.args["query"]
+    query = query.this if isinstance(query, exp.Subquery) else query
+    if not isinstance(query, exp.Select) or len(query.expressions) != 1:
+        raise Unsupported("NOT_IN_SUBQUERY", "NOT IN (subquery) of other than one column")
+    return outer, query
+
+
+def null_killers(query: exp.Select) -> exp.Query:
+    """The rows that remove an outer row a NOT IN's equality let through, keyed by
+    whether that row's value is NULL: ``TRUE`` once per row of the subquery (a NULL x
+    goes when there is any), ``FALSE`` once per NULL it returns (every x goes)."""
+    inner = query.copy()
+    inner.set("expressions", [exp.alias_(query.expressions[0].unalias().copy(), VALUE)])
+    inner.set("order", None)
+
+    def over_rows(key: exp.Expr) -> exp.Select:
+        source = exp.alias_(exp.Subquery(this=inner.copy()), "_v", table=True)
+        return exp.select(exp.alias_(key, "k")).from_(source)
+
+    nulls = over_rows(exp.false()).where(
+        exp.Is(this=exp.column(VALUE, table="_v"), expression=exp.null())
+    )
+    return exp.union(over_rows(exp.true()), nulls, distinct=False)
+
+
+def _constant_conditions(query: exp.Expr) -> bool:
+    """Whether a WHERE, ON or HAVING of ``query`` (or of a query inside it) has a
+    conjunct that reads no column, such as ``1 = 0``."""
+    for clause in query.find_all(exp.Where, exp.Having, exp.Join):
+        condition = clause.args.get("on") if isinstance(clause, exp.Join) else clause.this
+        for conj in _conjuncts(condition):
+            if not any(True for _ in conj.find_all(exp.Column)):
+                return True
+    return False
+
+
+def _inner_aliases(query: exp.Expr) -> set[str]:
+    aliases = {t.alias_or_name.lower() for t in query.find_all(exp.Table)}
+    aliases |= {s.alias_or_name.lower() for s in query.find_all(exp.Subquery)}
+    return aliases
+
+
+def _outer_columns(e: exp.Expr, outer: set[str], inner: set[str]) -> list[exp.Column]:
+    return [
+        c
+        for c in e.find_all(exp.Column)
+        if c.table and c.table.lower() in outer and c.table.lower() not in inner
+    ]
+
+
+def _correlation(
+    conj: exp.Expr, outer: set[str], inner: set[str]
+) -> tuple[exp.Expr, exp.Expr] | None:
+    """(inner side, outer side) of an equality between the two queries' columns."""
+    if not isinstance(conj, exp.EQ):
+        return None
+    a, b = conj.this, conj.expression
+    for mine, theirs in ((a, b), (b, a)):
+        theirs_cols = list(theirs.find_all(exp.Column))
+        mine_cols = list(mine.find_all(exp.Column))
+        if (
+            mine_cols
+            and theirs_cols
+            and not _outer_columns(mine, outer, inner)
+            and len(_outer_columns(theirs, outer, inner)) == len(theirs_cols)
+            and not any(True for _ in mine.find_all(exp.Subquery))
+        ):
+            return mine, theirs
+    return None
+
+
+def _conjuncts(e: exp.Expr | None) -> list[exp.Expr]:
+    if e is None:
+        return []
+    if isinstance(e, exp.And):
+        return _conjuncts(e.this) + _conjuncts(e.expression)
+    if isinstance(e, exp.Paren):
+        return _conjuncts(e.this)
+    return [e]
