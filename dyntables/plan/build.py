@@ -18,7 +18,7 @@ from sqlglot import exp
 from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.qualify import qualify
 
-from dyntables.plan import subquery
+from dyntables.plan import grouping_sets, subquery
 from dyntables.plan.ops import (
     AggCall,
     Aggregate,
@@ -226,6 +226,29 @@ class _Builder:
             node = self._distinct(node)
         return node, list(names)
 
+    def _grouping_sets(
+        self,
+        select: exp.Select,
+        ctes: dict[str, exp.Expr],
+        sets: list[list[exp.Expr]],
+        everything: list[exp.Expr],
+    ) -> tuple[Node, list[str]]:
+        """ROLLUP / CUBE / GROUPING SETS: one plain GROUP BY per set, united (see
+        :mod:`.grouping_sets`)."""
+        if any(e.find(exp.Window) for e in select.expressions):
+            raise NotIncremental(
+                "GROUPING_SETS", "GROUP BY", "a window function over grouping sets' rows"
+            )
+        if select.args.get("distinct"):
+            raise NotIncremental("GROUPING_SETS", "GROUP BY", "SELECT DISTINCT over grouping sets")
+        names = [e.alias_or_name for e in select.expressions]
+        try:
+            branches = [grouping_sets.branch(select, keys, everything) for keys in sets]
+        except grouping_sets.Unsupported as exc:
+            raise NotIncremental("GROUPING_SETS", "GROUP BY", exc.detail) from None
+        nodes = tuple(self._select(b, ctes)[0] for b in branches)
+        return UnionAll(nodes, tuple(self.fresh() for _ in names)), names
+
     def _distinct(self, node: Node) -> Node:
         keys = tuple(col(c) for c in node.columns)
         return Aggregate(node, keys, tuple(self.fresh() for _ in keys), ())
@@ -240,6 +263,14 @@ class _Builder:
                 raise NotIncremental(
                     "UNSUPPORTED_CLAUSE", unsupported.upper(), "clause has no delta rule yet"
                 )
+        group = select.args.get("group")
+        if group is not None:
+            try:
+                expanded = grouping_sets.expand(group)
+            except grouping_sets.Unsupported as exc:
+                raise NotIncremental("GROUPING_SETS", "GROUP BY", exc.detail) from None
+            if expanded is not None:
+                return self._grouping_sets(select, ctes, *expanded)
         from_ = select.args.get("from_") or select.args.get("from")
         if from_ is None:
             raise NotIncremental("NO_SOURCE", "SELECT", "a query without FROM reads no table")
@@ -627,18 +658,7 @@ class _Builder:
         """``after``: columns joined above the aggregate (an uncorrelated scalar
         subquery's value, the same for every group)."""
         group_exprs: list[exp.Expr] = []
-        if group is not None:
-            for unsupported in ("grouping_sets", "cube", "rollup", "totals"):
-                # WITH ROLLUP sets the argument; ROLLUP(k) is an item of the list
-                if group.args.get(unsupported) or any(
-                    isinstance(e, (exp.Rollup, exp.Cube, exp.GroupingSets))
-                    for e in group.expressions
-                ):
-                    raise NotIncremental(
-                        "GROUPING_SETS",
-                        "GROUP BY",
-                        "ROLLUP/CUBE/GROUPING SETS have no delta rule yet",
-                    )
+        if group is not None:  # grouping sets were split into plain GROUP BYs before
             group_exprs = list(group.expressions)
             if group.args.get("all"):
                 # Spark's GROUP BY ALL: every item of the select list without an aggregate

@@ -16,7 +16,8 @@ every shape it contains; ``(all)`` counts each query once):
              full_join, self_join, join_residual (extra ON condition), semi_join
              (EXISTS / IN), anti_join (NOT EXISTS), not_in (NOT IN (subquery)),
              scalar_subquery (an aggregate in an expression, correlated_subquery when
-             by equalities with the outer query), group_by, global_agg, having,
+             by equalities with the outer query), group_by, grouping_sets (ROLLUP,
+             CUBE, GROUPING SETS), global_agg, having,
              min_max, avg, nested_agg (aggregate over an aggregate), distinct,
              union_all, union, window_rownum, window_rank, window_agg, window_dedup
              (ROW_NUMBER() = 1), subquery (in FROM), cte, dt_over_dt (a dynamic table

@@ -249,6 +249,7 @@ SHAPES = (
     "cte",
     "not_in",
     "scalar_subquery",
+    "grouping_sets",
     "dt_over_dt",
     "rejected",
 )
@@ -260,7 +261,7 @@ REJECTED_KINDS = (
     "intersect",
     "except",
     "scalar_non_equi",
-    "rollup",
+    "rollup_ranked",
     "full_join_residual",
     "bool_agg",
     "non_equi_exists",
@@ -581,7 +582,15 @@ class QueryGen:
         sql = f"SELECT {', '.join(items)} FROM {rel.from_sql}{where}"
         return Query(sql, cols, set(rel.tags), rel.tables, rel.grammar)
 
-    def aggregate(self, global_: bool = False, prefix: str = "c", rel: Rel | None = None) -> Query:
+    def aggregate(
+        self,
+        global_: bool = False,
+        prefix: str = "c",
+        rel: Rel | None = None,
+        sets: bool | None = None,
+    ) -> Query:
+        """``sets``: group by ROLLUP / CUBE / GROUPING SETS of the keys (None: now and
+        then)."""
         ch = self.ch
         rel = rel or self.from_clause(2)
         where = self.where(rel)
@@ -659,8 +668,25 @@ class QueryGen:
             items.append(f"RANK() OVER (ORDER BY COUNT(*)) AS {name}")
             cols.append(Col(name, INT))
             tags.add("window_rank")
+        grouping = ""
+        windowed = any("OVER (" in item for item in items)
+        if keys and not windowed and (sets if sets is not None else chance(ch, 0.1)):
+            # one GROUP BY per set, the keys a set lacks shown as NULL
+            form = pick(ch, ["ROLLUP", "CUBE", "SETS", "WITH"])
+            if form == "SETS":
+                grouping = f"GROUPING SETS (({', '.join(keys)}), ({keys[-1]}), ())"
+            elif form == "WITH":
+                grouping = f"{', '.join(keys)} WITH {pick(ch, ['ROLLUP', 'CUBE'])}"
+            else:
+                grouping = f"{form}({', '.join(keys)})"
+            name = f"{prefix}{len(items)}"
+            items.append(f"GROUPING({keys[0]}) AS {name}")
+            cols.append(Col(name, INT))  # a TINYINT, compared like one
+            tags.add("grouping_sets")
         sql = f"SELECT {', '.join(items)} FROM {rel.from_sql}{where}"
-        if keys and "OVER (" not in sql and chance(ch, 0.1):
+        if grouping:
+            sql += f" GROUP BY {grouping}"
+        elif keys and not windowed and chance(ch, 0.1):
             # every item without an aggregate is a key or a function of the keys
             sql += " GROUP BY ALL"
             tags.add("group_by_all")
@@ -669,7 +695,9 @@ class QueryGen:
         if chance(ch, 0.3):
             tags.add("having")
             sql += " HAVING " + self.having(rel.scope)
-        if chance(ch, 0.1) and all(c.exact for c in cols):  # DISTINCT over the aggregate's rows
+        if (
+            not grouping and chance(ch, 0.1) and all(c.exact for c in cols)
+        ):  # DISTINCT over the aggregate's rows
             sql = sql.replace("SELECT ", "SELECT DISTINCT ", 1)
             tags.add("distinct")
         return Query(sql, cols, tags, rel.tables, rel.grammar)
@@ -975,7 +1003,7 @@ class QueryGen:
                 set(),
                 rel.tables | inner.tables,
             )
-        elif kind in ("count_distinct", "bool_agg", "rollup"):
+        elif kind in ("count_distinct", "bool_agg", "rollup_ranked"):
             rel = self.from_clause(1)
             key = self.key_of(rel.scope)
             typ = self.any_type(rel.scope)
@@ -985,10 +1013,12 @@ class QueryGen:
                 agg, atyp = f"bool_or({self.pred(rel.scope, 0)})", "BOOLEAN"
             else:
                 agg, atyp = "COUNT(*)", BIGINT
-            group = f"ROLLUP({key.sql})" if kind == "rollup" else key.sql
+            group = f"ROLLUP({key.sql})" if kind == "rollup_ranked" else key.sql
+            ranked = ", RANK() OVER (ORDER BY COUNT(*)) AS c2" if kind == "rollup_ranked" else ""
             q = Query(
-                f"SELECT {key.sql} AS c0, {agg} AS c1 FROM {rel.from_sql} GROUP BY {group}",
-                [Col("c0", key.type, key.key), Col("c1", atyp)],
+                f"SELECT {key.sql} AS c0, {agg} AS c1{ranked} FROM {rel.from_sql} GROUP BY {group}",
+                [Col("c0", key.type, key.key), Col("c1", atyp)]
+                + ([Col("c2", INT)] if ranked else []),
                 set(),
                 rel.tables,
             )
@@ -1087,6 +1117,8 @@ class QueryGen:
             return self.aggregate()
         if shape == "global_agg":
             return self.aggregate(global_=True)
+        if shape == "grouping_sets":
+            return self.aggregate(sets=True)
         if shape == "distinct":
             return self.distinct()
         if shape in ("union_all", "union"):
@@ -1536,7 +1568,16 @@ def gen_combined(
 # The quick profile (``make test``): every shape once, in three scenarios of shared tables.
 QUICK_GROUPS: tuple[tuple[str, ...], ...] = (
     ("filter", "inner_join", "outer_join", "semi_join", "anti_join", "subquery", "not_in"),
-    ("group_by", "global_agg", "distinct", "union_all", "union", "cte", "scalar_subquery"),
+    (
+        "group_by",
+        "global_agg",
+        "distinct",
+        "union_all",
+        "union",
+        "cte",
+        "scalar_subquery",
+        "grouping_sets",
+    ),
     ("window_rank", "window_dedup", "window_agg", "dt_over_dt", "rejected"),
 )
 

@@ -8,7 +8,16 @@ import pytest
 from sqlglot import exp
 
 from dyntables.plan.build import NotIncremental, build_plan
-from dyntables.plan.ops import Aggregate, Filter, Join, Project, Window, scans, walk_post_order
+from dyntables.plan.ops import (
+    Aggregate,
+    Filter,
+    Join,
+    Project,
+    UnionAll,
+    Window,
+    scans,
+    walk_post_order,
+)
 from dyntables.sql.tokens import TableName
 from tests.plan.test_query import qualify
 
@@ -207,10 +216,16 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
             "SELECT k FROM t0 WHERE k NOT IN (SELECT t1.k FROM t1 WHERE t1.s = t0.z)",
             "CORRELATED_IN",
         ),
-        ("SELECT k, COUNT(*) AS c FROM t0 GROUP BY ROLLUP(k)", "GROUPING_SETS"),
-        ("SELECT k, COUNT(*) AS c FROM t0 GROUP BY CUBE(k, n)", "GROUPING_SETS"),
-        ("SELECT k, COUNT(*) AS c FROM t0 GROUP BY GROUPING SETS ((k), ())", "GROUPING_SETS"),
-        ("SELECT k, COUNT(*) AS c FROM t0 GROUP BY k WITH ROLLUP", "GROUPING_SETS"),
+        # grouping sets the union of GROUP BYs cannot express, or too many of them
+        (
+            "SELECT k, COUNT(*) AS c, RANK() OVER (ORDER BY COUNT(*)) AS r FROM t0 "
+            "GROUP BY ROLLUP(k)",
+            "GROUPING_SETS",
+        ),
+        ("SELECT DISTINCT k FROM t0 GROUP BY ROLLUP(k, n)", "GROUPING_SETS"),
+        ("SELECT k, GROUPING(z) AS g FROM t0 GROUP BY ROLLUP(k)", "GROUPING_SETS"),
+        ("SELECT k FROM t0 GROUP BY CUBE(k, n, z, ts, k + 1, n + 1)", "GROUPING_SETS"),
+        ("SELECT k FROM t0 GROUP BY GROUPING SETS (ROLLUP(k), n)", "GROUPING_SETS"),
     ],
 )
 def test_queries_refreshed_full_say_why(sql: str, code: str) -> None:
@@ -293,3 +308,63 @@ def test_not_in_is_two_anti_joins() -> None:
     joins = _joins("SELECT k FROM t0 WHERE k NOT IN (SELECT t1.k FROM t1 WHERE t1.s > 'a')")
     assert [j[0] for j in joins] == ["anti", "anti"]
     assert joins[1][1][0].endswith("IS NULL)")
+
+
+def _sets(sql: str) -> list[list[str]]:
+    """The GROUP BY keys of each branch of a grouping-sets query, as source columns."""
+    plan = build_plan(sql, SCHEMA, qualify)
+    out = []
+    for agg in [n for n in walk_post_order(plan.root) if isinstance(n, Aggregate)]:
+        (scan,) = scans(agg)
+        source = dict(zip(scan.out, scan.source_columns, strict=True))
+        out.append(sorted(source.get(k.sql("spark"), k.sql("spark")) for k in agg.keys))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("group_by", "sets"),
+    [
+        ("ROLLUP(k, n)", [["k", "n"], ["k"], ["'()'"]]),
+        ("k, n WITH ROLLUP", [["k", "n"], ["k"], ["'()'"]]),
+        ("CUBE(k, n)", [["k", "n"], ["k"], ["n"], ["'()'"]]),
+        ("k, n WITH CUBE", [["k", "n"], ["k"], ["n"], ["'()'"]]),
+        ("GROUPING SETS ((k, n), (n), ())", [["k", "n"], ["n"], ["'()'"]]),
+        ("z, ROLLUP(k, n)", [["k", "n", "z"], ["k", "z"], ["z"]]),
+        ("ROLLUP((k, n), z)", [["k", "n", "z"], ["k", "n"], ["'()'"]]),
+        ("GROUPING SETS ((k), (k))", [["k"], ["k"]]),  # Spark shows such a set twice
+        ("k, ROLLUP(k)", [["k"], ["k"]]),
+    ],
+)
+def test_grouping_sets_are_one_group_by_each(group_by: str, sets: list[list[str]]) -> None:
+    """The empty set is grouped by a constant: like Spark, no row over no rows."""
+    assert _sets(f"SELECT COUNT(*) AS c FROM t0 GROUP BY {group_by}") == sets
+
+
+def test_a_grouping_set_shows_the_keys_it_lacks_as_null_and_says_so() -> None:
+    """Outside aggregates a key the set lacks is NULL (SUM(k) still sums k); GROUPING(k)
+    is 1 for it, GROUPING_ID() those bits over all the keys, the first the highest."""
+    plan = build_plan(
+        "SELECT k, n, SUM(k) AS s, GROUPING(n) AS g, grouping_id() AS gid FROM t0 "
+        "GROUP BY ROLLUP(k, n)",
+        SCHEMA,
+        qualify,
+    )
+    union = plan.root
+    assert isinstance(union, UnionAll) and len(union.inputs) == 3
+    shown = []
+    for branch in union.inputs:
+        assert isinstance(branch, Project)
+        shown.append([e.sql("spark") for e in branch.exprs])
+    assert [row[1] for row in shown][1:] == ["NULL", "NULL"]
+    assert [row[3] for row in shown] == [
+        "CAST(0 AS TINYINT)",
+        "CAST(1 AS TINYINT)",
+        "CAST(1 AS TINYINT)",
+    ]
+    assert [row[4] for row in shown] == [
+        "CAST(0 AS BIGINT)",
+        "CAST(1 AS BIGINT)",
+        "CAST(3 AS BIGINT)",
+    ]
+    sums = [a for n in walk_post_order(plan.root) if isinstance(n, Aggregate) for a in n.aggs]
+    assert [a.func for a in sums] == ["sum", "sum", "sum"]

@@ -1,0 +1,136 @@
+"""ROLLUP, CUBE and GROUPING SETS as a UNION ALL of plain GROUP BYs, one per set.
+
+Pure sqlglot: a qualified SELECT in, one SELECT per grouping set out, which the builder
+compiles like any other (each keeps its own aggregate state) and unites.
+
+What Spark computes for a set S (``Expand`` then ``Aggregate``): rows grouped by S, the
+grouping keys outside S shown as NULL, aggregates over the rows' own values (``SUM(k)``
+sums k even in the rows where k shows NULL), ``GROUPING(k)`` 1 when k is outside S, and
+``GROUPING_ID(k1, ..., kn)`` those bits read as a number, k1 the highest. Every set is
+grouped by at least the set's id, so even the empty set ``()`` yields no row over no
+rows; here it is grouped by a constant, which does the same.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from sqlglot import exp
+
+# a constant to group the empty set by: no row over no rows, one row otherwise (a string,
+# never read as a position in the select list)
+EMPTY_SET_KEY = "()"
+# beyond this many sets a query is recomputed instead (CUBE of n keys has 2^n sets, each
+# a GROUP BY with state of its own)
+MAX_SETS = 32
+
+
+class Unsupported(Exception):
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+def expand(group: exp.Group) -> tuple[list[list[exp.Expr]], list[exp.Expr]] | None:
+    """The grouping sets of ``group`` and all its keys in order (what ``GROUPING_ID()``
+    counts over); None for a plain GROUP BY."""
+    items = list(group.expressions)
+    if group.args.get("totals"):
+        raise Unsupported("WITH TOTALS")
+    if group.args.get("rollup") or group.args.get("cube"):  # GROUP BY a, b WITH ROLLUP
+        kind = exp.Rollup if group.args.get("rollup") else exp.Cube
+        items = [kind(expressions=items)]
+    if not any(isinstance(i, (exp.Rollup, exp.Cube, exp.GroupingSets)) for i in items):
+        return None
+    choices = [_alternatives(i) for i in items]
+    sets: list[list[exp.Expr]] = []
+    for combination in itertools.product(*choices):
+        keys: list[exp.Expr] = []
+        for part in combination:
+            keys.extend(k for k in part if k not in keys)
+        sets.append(keys)
+        if len(sets) > MAX_SETS:
+            raise Unsupported(f"more than {MAX_SETS} grouping sets")
+    # a set named twice (GROUPING SETS ((a), (a)), or GROUP BY a, ROLLUP(a)) shows its
+    # rows twice in Spark too: a union keeps both
+    everything: list[exp.Expr] = []
+    for choice in choices:
+        for part in choice:
+            everything.extend(k for k in part if k not in everything)
+    return sets, everything
+
+
+def _alternatives(item: exp.Expr) -> list[list[exp.Expr]]:
+    """The sets one GROUP BY item contributes, one of which each grouping set takes."""
+    if isinstance(item, exp.Rollup):
+        units = [_unit(u) for u in item.expressions]
+        return [sum(units[:n], []) for n in range(len(units), -1, -1)]
+    if isinstance(item, exp.Cube):
+        units = [_unit(u) for u in item.expressions]
+        return [
+            sum((u for u, keep in zip(units, mask, strict=True) if keep), [])
+            for mask in itertools.product((True, False), repeat=len(units))
+        ]
+    if isinstance(item, exp.GroupingSets):
+        return [_unit(u) for u in item.expressions]
+    return [[item]]
+
+
+def _unit(u: exp.Expr) -> list[exp.Expr]:
+    """``(a, b)`` counts as one element of a ROLLUP/CUBE/GROUPING SETS; ``()`` is none."""
+    if isinstance(u, (exp.Rollup, exp.Cube, exp.GroupingSets)):
+        raise Unsupported("ROLLUP/CUBE/GROUPING SETS nested in another")
+    if isinstance(u, exp.Tuple):
+        return list(u.expressions)
+    if isinstance(u, exp.Paren):
+        return _unit(u.this)
+    return [u]
+
+
+def branch(select: exp.Select, keys: list[exp.Expr], everything: list[exp.Expr]) -> exp.Select:
+    """``select`` for the grouping set ``keys``: grouped by them, the other keys NULL
+    outside aggregates, GROUPING/GROUPING_ID constant."""
+    absent = [k for k in everything if k not in keys]
+    for call in select.find_all(exp.Grouping, exp.GroupingId):
+        if any(arg not in everything for arg in call.expressions):
+            raise Unsupported(f"{call.sql('spark')} names a column it is not grouped by")
+
+    def replaced(n: exp.Expr) -> exp.Expr:
+        if isinstance(n, exp.Grouping):
+            return _bits(n.expressions, absent, "TINYINT")
+        if isinstance(n, exp.GroupingId):
+            return _bits(n.expressions or everything, absent, "BIGINT")
+        if n in absent:
+            return exp.null()
+        return n
+
+    def visit(e: exp.Expr) -> exp.Expr:
+        out = replaced(e)
+        if out is not e:
+            return out
+        if isinstance(e, (exp.AggFunc, exp.Subquery, exp.Query)):
+            return e  # an aggregate reads the rows' own values
+        if isinstance(e, exp.Filter) and isinstance(e.this, exp.AggFunc):
+            return e
+        for child in list(e.iter_expressions()):
+            new = visit(child)
+            if new is not child:
+                child.replace(new)
+        return e
+
+    out = select.copy()
+    out.set("expressions", [visit(e) for e in out.expressions])
+    having = out.args.get("having")
+    if having is not None:
+        having.set("this", visit(having.this))
+    group_by = [k.copy() for k in keys] or [exp.Literal.string(EMPTY_SET_KEY)]
+    out.set("group", exp.Group(expressions=group_by))
+    out.set("order", None)
+    return out
+
+
+def _bits(args: list[exp.Expr], absent: list[exp.Expr], type_sql: str) -> exp.Expr:
+    value = 0
+    for arg in args:
+        value = value * 2 + (1 if arg in absent else 0)
+    return exp.cast(exp.Literal.number(value), type_sql)
