@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlglot import exp
 from sqlglot.errors import OptimizeError
+from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
 from dyntables.plan import grouping_sets, subquery
@@ -90,6 +91,10 @@ def build_plan(
         )
     except OptimizeError as exc:
         raise NotIncremental("UNRESOLVED_QUERY", "query", str(exc).splitlines()[0]) from exc
+    try:  # types tell which IN (subquery) compares like a join (subquery.in_types_differ)
+        qualified = annotate_types(qualified, schema=sg_schema, dialect="spark")
+    except Exception:  # noqa: BLE001 - untyped, every IN is recomputed: never wrong
+        pass
     builder = _Builder(schema, qualify_name)
     node, names = builder.query(qualified, {})
     return Plan(_prune_scans(node, schema), tuple(names))
@@ -447,6 +452,9 @@ class _Builder:
             raise NotIncremental(
                 "CORRELATED_IN", "NOT IN", "NOT IN (subquery) that refers to the outer query"
             )
+        differ = subquery.in_types_differ([outer], query)
+        if differ is not None:
+            raise NotIncremental("IN_TYPES", "NOT IN", differ)
         value = self.expr(outer, scope)
         right, _ = self.query(query, ctes)
         node = Join("anti", node, right, (value,), (col(right.columns[0]),), None)
@@ -467,6 +475,9 @@ class _Builder:
             right, names = self.query(query, ctes)
             # (a, b) IN (SELECT x, y ...): in a WHERE, a semi join on a = x AND b = y
             outer = sub.this.expressions if isinstance(sub.this, exp.Tuple) else [sub.this]
+            differ = subquery.in_types_differ(outer, query)
+            if differ is not None:
+                raise NotIncremental("IN_TYPES", "IN", differ)
             if len(names) != len(outer):
                 raise NotIncremental(
                     "UNRESOLVED_QUERY", "IN", "IN (subquery) must return one column per value"

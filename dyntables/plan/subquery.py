@@ -210,6 +210,59 @@ def _constant_conditions(query: exp.Expr) -> bool:
     return False
 
 
+def in_types_differ(outer: list[exp.Expr], query: exp.Expr) -> str | None:
+    """Why ``(outer) IN (query)`` cannot be a join on ``outer = query's columns``, or
+    None. IN widens its two sides to a common type, so a STRING beside an INT or a DATE
+    compares as strings ('010' is not 10), where ``=`` casts the string ('010' = 10).
+    Both agree when the sides are of one family (numbers, strings, dates and times,
+    booleans); the types come from sqlglot's annotation of the qualified query, and a
+    side it cannot type is not taken on trust."""
+    branches = [s.expressions for s in _branches(query)]
+    for i, value in enumerate(outer):
+        family = _family(value)
+        for exprs in branches:
+            if i >= len(exprs):
+                return None  # the column counts differ: the builder says so
+            inner = exprs[i].unalias()
+            other = _family(inner)
+            if family is None or other is None:
+                shown = value if family is None else inner
+                return (
+                    f"cannot tell the type of {shown.sql('spark')[:60]}, so whether IN "
+                    "compares it as a string; recomputed"
+                )
+            if "null" not in (family, other) and family != other:
+                return (
+                    f"IN compares {value.sql('spark')[:40]} ({family}) with "
+                    f"{inner.sql('spark')[:40]} ({other}) as strings, a join would "
+                    "cast the string; cast one side to the other's type"
+                )
+    return None
+
+
+def _branches(query: exp.Expr) -> list[exp.Select]:
+    if isinstance(query, exp.Subquery):
+        return _branches(query.this)
+    if isinstance(query, exp.SetOperation):
+        return _branches(query.left) + _branches(query.right)
+    return [query] if isinstance(query, exp.Select) else []
+
+
+def _family(e: exp.Expr) -> str | None:
+    kind = e.type.this if e.type is not None else exp.DataType.Type.UNKNOWN
+    if kind == exp.DataType.Type.NULL:
+        return "null"
+    if kind in exp.DataType.NUMERIC_TYPES:
+        return "number"
+    if kind in exp.DataType.TEXT_TYPES:
+        return "string"
+    if kind in exp.DataType.TEMPORAL_TYPES:
+        return "date or time"
+    if kind == exp.DataType.Type.BOOLEAN:
+        return "boolean"
+    return None
+
+
 def _inner_aliases(query: exp.Expr) -> set[str]:
     aliases = {t.alias_or_name.lower() for t in query.find_all(exp.Table)}
     aliases |= {s.alias_or_name.lower() for s in query.find_all(exp.Subquery)}

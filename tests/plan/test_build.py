@@ -212,6 +212,11 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
             "SUBQUERY_EXPRESSION",
         ),
         ("SELECT k FROM t0 WHERE (k, n) NOT IN (SELECT k, k FROM t1)", "NOT_IN_SUBQUERY"),
+        # IN widens a STRING beside a number or a date to a string; a join casts the string
+        ("SELECT k FROM t0 WHERE k IN (SELECT s FROM t1)", "IN_TYPES"),
+        ("SELECT k FROM t0 WHERE (k, ts) IN (SELECT k, s FROM t1)", "IN_TYPES"),
+        ("SELECT k FROM t0 WHERE n NOT IN (SELECT s FROM t1)", "IN_TYPES"),
+        ("SELECT k FROM t0 WHERE pmod(hash(n), 4) IN (SELECT k FROM t1)", "IN_TYPES"),
         (
             "SELECT k FROM t0 WHERE k NOT IN (SELECT t1.k FROM t1 WHERE t1.s = t0.z)",
             "CORRELATED_IN",
