@@ -48,6 +48,13 @@ FLOATING = frozenset({"double", "float"})
 # recomputed: its rounding error could be the whole result
 CANCELLATION = 1e-6
 INCONSISTENT = "dyntables: inconsistent aggregate state"
+# a DECIMAL sum beyond DECIMAL(38)'s range is NULL in Spark (its SUM then even depends
+# on the order of additions), and NULL state read as 0 would be wrong ever after: the
+# refresh stops and recomputes (planner.SUM_OVERFLOW)
+OVERFLOW = "dyntables: a DECIMAL sum overflowed"
+# the running sum of an AVG over integers: Spark sums those in DOUBLE, which a BIGINT
+# running sum (SUM's own type) would wrap around where Spark does not
+EXACT_AVG_SUM = "decimal(38,0)"
 
 
 @dataclass(frozen=True)
@@ -98,7 +105,11 @@ def distinct_calls(node: Aggregate) -> list[tuple[int, AggCall]]:
 # -- building state from scratch (FULL) -------------------------------------------------------
 
 
-def build_sql(node: Aggregate, child: exp.Query) -> exp.Select:
+def build_sql(
+    node: Aggregate, child: exp.Query, integral_avgs: frozenset[str] = frozenset()
+) -> exp.Select:
+    """``integral_avgs``: the AVG calls (by column) over integers, whose running sum is
+    kept as EXACT_AVG_SUM."""
     lay = layout(node)
     items: list[exp.Expr] = [
         alias(k.copy(), name) for k, name in zip(node.keys, lay.keys, strict=True)
@@ -109,7 +120,10 @@ def build_sql(node: Aggregate, child: exp.Query) -> exp.Select:
         if "n" in names:
             items.append(alias(exp.Count(this=arg.copy()), names["n"]))  # type: ignore[union-attr]
         if "s" in names:
-            items.append(alias(exp.Sum(this=arg.copy()), names["s"]))  # type: ignore[union-attr]
+            summed = arg.copy()  # type: ignore[union-attr]
+            if call.column in integral_avgs:
+                summed = exp.cast(summed, EXACT_AVG_SUM, dialect="spark")
+            items.append(alias(exp.Sum(this=summed), names["s"]))
         if "m" in names:
             fn = exp.Min if call.func == "min" else exp.Max
             items.append(alias(fn(this=arg.copy()), names["m"]))  # type: ignore[union-attr]
@@ -275,10 +289,15 @@ def signed_rows(delta: exp.Query) -> exp.Select:
 
 
 def delta_sql(
-    node: Aggregate, delta: exp.Query, floating: frozenset[str] = frozenset()
+    node: Aggregate,
+    delta: exp.Query,
+    floating: frozenset[str] = frozenset(),
+    state_types: Mapping[str, str] | None = None,
 ) -> exp.Select:
     """Per affected group: the change of every state column; for a floating sum also
-    how many non-null values left (``x_``) and the magnitude added (``a_``)."""
+    how many non-null values left (``x_``) and the magnitude added (``a_``). A sum adds
+    its values in the state's own type (``state_types``), a DECIMAL one stopping the
+    refresh when it overflows."""
     lay = layout(node)
     s = col(SIGN)
     items: list[exp.Expr] = [
@@ -298,12 +317,21 @@ def delta_sql(
                 )
             )
         if "s" in names:
+            state_type = (state_types or {}).get(names["s"])
+            value = exp.cast(arg.copy(), state_type, dialect="spark") if state_type else arg
             signed = exp.If(
                 this=exp.GT(this=s.copy(), expression=lit(0)),
-                true=arg.copy(),
-                false=exp.Neg(this=exp.paren(arg.copy())),
+                true=value.copy(),
+                false=exp.Neg(this=exp.paren(value.copy())),
             )
-            items.append(alias(exp.Sum(this=signed), "d_" + names["s"]))
+            total: exp.Expr = exp.Sum(this=signed)
+            if _decimal(state_type):  # NULL over non-null values: it overflowed
+                overflowed = exp.and_(
+                    exp.Is(this=total.copy(), expression=exp.null()),
+                    exp.GT(this=exp.Count(this=arg.copy()), expression=lit(0)),
+                )
+                total = exp.If(this=overflowed, true=raise_error(OVERFLOW), false=total)
+            items.append(alias(total, "d_" + names["s"]))
             if names["s"] in floating:
                 gone = exp.and_(exp.LT(this=s.copy(), expression=lit(0)), not_null.copy())
                 items.append(
@@ -349,7 +377,7 @@ def change_sql(
     lay = layout(node)
     floating = floating_sums(node, state_types)
     d_alias, o_alias = "_d", "_o"
-    dq = sub(delta_sql(node, delta, floating), d_alias)
+    dq = sub(delta_sql(node, delta, floating, state_types), d_alias)
     oq = sub(select(["*"], sub(state)), o_alias)
     on = null_safe_eq_all([col(k, d_alias) for k in lay.keys], [col(k, o_alias) for k in lay.keys])
     items: list[exp.Expr] = [alias(col(k, d_alias), k) for k in lay.keys]
@@ -389,7 +417,15 @@ def change_sql(
         if "s" in names:
             s_name = names["s"]
             total = add(col(s_name, o_alias), col("d_" + s_name, d_alias))
-            value = exp.cast(total, state_types[s_name], dialect="spark")
+            value: exp.Expr = exp.cast(total, state_types[s_name], dialect="spark")
+            if _decimal(state_types[s_name]):
+                # NULL now (the addition overflowed) or before (the state had): unknown
+                was = exp.and_(
+                    exp.GT(this=col(n_name, o_alias), expression=lit(0)),
+                    exp.Is(this=col(s_name, o_alias), expression=exp.null()),
+                )
+                gone = exp.or_(exp.Is(this=value.copy(), expression=exp.null()), was)
+                value = exp.If(this=gone, true=raise_error(OVERFLOW), false=value)
             items.append(
                 alias(exp.If(this=empty.copy(), true=exp.null(), false=value), "n_" + s_name)
             )
@@ -432,6 +468,10 @@ def change_sql(
     for table, dd_on in joins:
         q = q.join(table, on=dd_on, join_type="left")
     return q
+
+
+def _decimal(state_type: str | None) -> bool:
+    return bool(state_type) and str(state_type).lower().startswith("decimal")
 
 
 def recompute_flags(node: Aggregate) -> list[str]:
@@ -595,7 +635,7 @@ def rebuild_sql(
     values = lay.value_columns
     tag = exp.column(OLD_TAG)
     old_rows = select([*(col(c) for c in lay.all_columns), alias(exp.true(), OLD_TAG)], sub(state))
-    changes = delta_sql(node, delta)
+    changes = delta_sql(node, delta, state_types=state_types)
     change_rows = select(
         [
             *(col(k) for k in lay.keys),
@@ -627,11 +667,32 @@ def rebuild_sql(
         count = exp.Sum(this=col(names["n"]))
         items.append(alias(count, "n_" + names["n"]))
         if "s" in names:
-            total = exp.cast(
+            total: exp.Expr = exp.cast(
                 exp.Sum(this=exp.func("coalesce", col(names["s"]), lit(0))),
                 state_types[names["s"]],
                 dialect="spark",
             )
+            if _decimal(state_types[names["s"]]):
+                # the old sum overflowed (NULL over values; a change row with values
+                # always has a sum, delta_sql stops on its overflow): an untouched group
+                # keeps its NULL, a touched one is unknown; a new NULL overflowed now
+                def any_row(condition: exp.Expr) -> exp.Expr:
+                    flag = exp.If(this=condition, true=lit(1), false=lit(0))
+                    return exp.GT(this=exp.Max(this=flag), expression=lit(0))
+
+                was = any_row(
+                    exp.and_(
+                        exp.Is(this=col(names["s"]), expression=exp.null()),
+                        exp.GT(this=col(names["n"]), expression=lit(0)),
+                    )
+                )
+                touched = any_row(exp.Not(this=tag.copy()))
+                now = exp.Is(this=total.copy(), expression=exp.null())
+                total = exp.If(
+                    this=was,
+                    true=exp.If(this=touched, true=raise_error(OVERFLOW), false=exp.null()),
+                    false=exp.If(this=now, true=raise_error(OVERFLOW), false=total),
+                )
             empty = exp.EQ(this=count.copy(), expression=lit(0))
             items.append(alias(exp.If(this=empty, true=exp.null(), false=total), "n_" + names["s"]))
     q = select(items, sub(union_all([old_rows, change_rows])))

@@ -138,6 +138,19 @@ def avg_types(spark: Any, renderer: Renderer, node: Aggregate) -> dict[str, str]
     return {f.name: f.dataType.simpleString() for f in spark.sql(q.sql("spark")).schema.fields}
 
 
+def integral_avgs(spark: Any, renderer: Renderer, node: Aggregate) -> frozenset[str]:
+    """The AVG calls (by column) over integers: their running sum is kept exact and wide
+    (aggregate.EXACT_AVG_SUM), where Spark's AVG sums them in DOUBLE."""
+    calls = [c for c in node.aggs if c.func == "avg" and c.arg is not None]
+    if not calls:
+        return frozenset()
+    items = [alias(exp.Max(this=c.arg.copy()), c.column) for c in calls if c.arg is not None]
+    q = select(items, sub(renderer.rel(node.child, NEW)))
+    integral = ("tinyint", "smallint", "int", "bigint")
+    fields = spark.sql(q.sql("spark")).schema.fields
+    return frozenset(f.name for f in fields if f.dataType.simpleString() in integral)
+
+
 def state_table_name(catalog: str, dt_id: str, key: str, generation: str) -> TableName:
     return TableName((catalog, SYSTEM_NAMESPACE, f"st_{dt_id[:12]}_{key}_{generation[-12:]}"))
 
@@ -181,7 +194,9 @@ def full_build(
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{catalog}`.`{SYSTEM_NAMESPACE}`")
     for key, node in aggregate_nodes(plan):
         name = state_table_name(catalog, dt_id, key, generation)
-        build = agg.build_sql(node, renderer.rel(node.child, NEW)).sql("spark")
+        build = agg.build_sql(
+            node, renderer.rel(node.child, NEW), integral_avgs(spark, renderer, node)
+        ).sql("spark")
         # no WAP on state: its writes commit directly (see incremental._StateWrite)
         spark.sql(
             f"CREATE TABLE {name.sql()} USING iceberg TBLPROPERTIES ('dyntables.state_of'='{dt_id}', {metadata_properties_sql()}) AS {build}"

@@ -22,6 +22,8 @@ Every FULL carries a stable reason code that the user sees in history and EXPLAI
                               row, and recomputing reads the input once where the window's
                               delta rule reads it twice (old and new)
   INCONSISTENT_STATE          the incremental result disagreed with the table; recomputed
+  SUM_OVERFLOW                a DECIMAL sum of a group the change touches left
+                              DECIMAL(38)'s range (Spark's SUM is NULL there); recomputed
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ WINDOW_OVER_ALL_ROWS_DETAIL = (
     "rule twice); REFRESH_MODE = INCREMENTAL keeps the rule"
 )
 INCONSISTENT_STATE = "INCONSISTENT_STATE"
+SUM_OVERFLOW = "SUM_OVERFLOW"
 
 # AUTO recomputes when the estimated change (or what a join's delta reads) is at least
 # this share of the source rows (or of what recomputing reads), and the sources are big
@@ -241,7 +244,8 @@ class Planner:
                 if "dyntables: " not in str(exc):
                     raise
                 ctx.stats["incremental_error"] = str(exc).splitlines()[0][:200]
-                return replace(full(ctx), mode=FULL, reason=INCONSISTENT_STATE)
+                reason = SUM_OVERFLOW if agg.OVERFLOW in str(exc) else INCONSISTENT_STATE
+                return replace(full(ctx), mode=FULL, reason=reason)
 
         return INCREMENTAL, None, incremental
 
