@@ -54,6 +54,10 @@ class NotIncremental(Exception):
 class Plan:
     root: Node
     output_names: tuple[str, ...]
+    # queries Spark must not prove empty (subquery.ScalarJoin.body of a correlated COUNT:
+    # over an input Spark's optimizer empties, Spark answers NULL, not 0); the planner
+    # asks Spark, which the pure builder cannot
+    not_provably_empty: tuple[str, ...] = ()
 
 
 _SUPPORTED_AGGS: dict[type[exp.Expr], str] = {
@@ -97,7 +101,7 @@ def build_plan(
         pass
     builder = _Builder(schema, qualify_name)
     node, names = builder.query(qualified, {})
-    return Plan(_prune_scans(node, schema), tuple(names))
+    return Plan(_prune_scans(node, schema), tuple(names), tuple(builder.not_provably_empty))
 
 
 def _referenced(root: Node) -> set[str]:
@@ -181,6 +185,7 @@ class _Builder:
         self.schema = {k: v for k, v in schema.items()}
         self.qualify_name = qualify_name
         self._ids = itertools.count()
+        self.not_provably_empty: list[str] = []
 
     def fresh(self) -> str:
         return f"c{next(self._ids)}"
@@ -244,6 +249,10 @@ class _Builder:
             raise NotIncremental(
                 "GROUPING_SETS", "GROUP BY", "a window function over grouping sets' rows"
             )
+        if _own_time_windows(select):
+            # Spark computes the bucket once below all the sets, dropping the rows whose
+            # time is NULL from every set, also those that do not group by the bucket
+            raise NotIncremental("GROUPING_SETS", "GROUP BY", "window() in grouping sets")
         if select.args.get("distinct"):
             raise NotIncremental("GROUPING_SETS", "GROUP BY", "SELECT DISTINCT over grouping sets")
         names = [e.alias_or_name for e in select.expressions]
@@ -575,6 +584,8 @@ class _Builder:
                     "aggregating SELECT",
                 )
             right, _ = self.query(joined.body, ctes)
+            if joined.empty is not None:
+                self.not_provably_empty.append(_with_ctes(joined.body, ctes).sql("spark"))
             keys = len(joined.outer_keys)
             name = f"{subquery.SUBQUERY_ALIAS}_{self.fresh()}"
             if id(sq) in joined_above:
@@ -962,6 +973,18 @@ def _has_star(select: exp.Select) -> bool:
         isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
         for e in select.expressions
     )
+
+
+def _with_ctes(query: exp.Select, ctes: dict[str, exp.Expr]) -> exp.Query:
+    """``query`` able to run on its own: the CTEs in scope that it reads, prepended."""
+    read = {t.name.lower() for t in query.find_all(exp.Table) if not t.args.get("db")}
+    used = [(name, body) for name, body in ctes.items() if name in read]
+    if not used:
+        return query
+    out = query.copy()
+    for name, body in used:
+        out = out.with_(name, as_=body.copy())
+    return out
 
 
 def _conjuncts(e: exp.Expr | None) -> list[exp.Expr]:

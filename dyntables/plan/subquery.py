@@ -117,13 +117,6 @@ def scalar_join(query: exp.Expr, outer_aliases: set[str], aggregates: bool) -> S
             )
         inner_keys.append(pair[0])
         outer_keys.append(pair[1])
-    if inner_keys and _constant_conditions(query):
-        raise Unsupported(
-            "SUBQUERY_EXPRESSION",
-            "a condition without columns in a correlated scalar subquery: Spark 3.5 folds "
-            "it to an empty input and then answers NULL where a COUNT over no rows is 0; "
-            "recomputed, so the table shows what Spark answers",
-        )
     body = query.copy()
     items: list[exp.Expr] = [exp.alias_(k.copy(), f"{KEY}{i}") for i, k in enumerate(inner_keys)]
     items.append(exp.alias_(value.copy(), VALUE))
@@ -197,17 +190,6 @@ def null_killers(query: exp.Select) -> exp.Query:
         exp.Is(this=exp.column(VALUE, table="_v"), expression=exp.null())
     )
     return exp.union(over_rows(exp.true()), nulls, distinct=False)
-
-
-def _constant_conditions(query: exp.Expr) -> bool:
-    """Whether a WHERE, ON or HAVING of ``query`` (or of a query inside it) has a
-    conjunct that reads no column, such as ``1 = 0``."""
-    for clause in query.find_all(exp.Where, exp.Having, exp.Join):
-        condition = clause.args.get("on") if isinstance(clause, exp.Join) else clause.this
-        for conj in _conjuncts(condition):
-            if not any(True for _ in conj.find_all(exp.Column)):
-                return True
-    return False
 
 
 def in_types_differ(outer: list[exp.Expr], query: exp.Expr) -> str | None:

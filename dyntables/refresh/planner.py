@@ -139,6 +139,16 @@ class Planner:
                         "output",
                         f"column {name} is a {type_sql}: Spark cannot group or compare it",
                     )
+            for body in plan.not_provably_empty:
+                if _proven_empty(spark, body):
+                    raise NotIncremental(
+                        "SUBQUERY_EXPRESSION",
+                        "scalar subquery",
+                        "Spark's optimizer proves a correlated COUNT subquery's input empty "
+                        "(a condition that is always false), and Spark then answers NULL "
+                        "where a COUNT over no rows is 0; recomputed, so the table shows "
+                        "what Spark answers",
+                    )
             scanned = scanned_columns(plan)
             for name in [c for cols in scanned.values() for c in cols] + columns:
                 if name.lower() == W:  # a change is these columns plus its weight column
@@ -266,6 +276,16 @@ class Planner:
         from dyntables.refresh.explain import explain
 
         return explain(self, dt)
+
+
+def _proven_empty(spark: Any, query: str) -> bool:
+    """Whether Spark's optimizer turns some relation of ``query`` into an empty local one
+    (planning only, no job)."""
+    try:
+        plan = spark.sql(query)._jdf.queryExecution().optimizedPlan().toString()
+    except Exception:  # noqa: BLE001 - unknown: taken as empty, so the query recomputes
+        return True
+    return "LocalRelation <empty>" in plan
 
 
 def _reads_too_much(estimate: ReadEstimate) -> bool:

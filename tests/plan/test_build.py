@@ -231,6 +231,12 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
         ("SELECT k, GROUPING(z) AS g FROM t0 GROUP BY ROLLUP(k)", "GROUPING_SETS"),
         ("SELECT k FROM t0 GROUP BY CUBE(k, n, z, ts, k + 1, n + 1)", "GROUPING_SETS"),
         ("SELECT k FROM t0 GROUP BY GROUPING SETS (ROLLUP(k), n)", "GROUPING_SETS"),
+        # Spark drops NULL times below all the sets, also those without the bucket
+        (
+            "SELECT window(ts, '1 hour') AS w, k, COUNT(*) AS c FROM t0 "
+            "GROUP BY ROLLUP(k, window(ts, '1 hour'))",
+            "GROUPING_SETS",
+        ),
     ],
 )
 def test_queries_refreshed_full_say_why(sql: str, code: str) -> None:
