@@ -15,6 +15,7 @@ from sqlglot import exp
 from dyntables.catalog.definition import (
     ACTIVE,
     PREFIX,
+    RESULT_SETTINGS,
     SUSPENDED,
     DynamicTableDef,
     RefreshState,
@@ -168,10 +169,12 @@ class Commands:
             comment=stmt.comment,
             partitioned_by=stmt.partitioned_by,
             user_properties=dict(stmt.properties),
+            settings={k: str(self.spark.conf.get(k)) for k in RESULT_SETTINGS},
         )
         if (
             existing is not None
             and table is not None
+            and existing.settings == dt.settings  # rows computed under others: rebuild
             and self._same_shape(existing, dt, stmt, table)
         ):
             keep = dt.with_options(state=existing.state, suspended_reason=existing.suspended_reason)

@@ -17,6 +17,10 @@ KIND = "dynamic_table"
 ACTIVE = "ACTIVE"
 SUSPENDED = "SUSPENDED"
 DEFAULT_RETENTION_DAYS = 1
+# session settings a query's result depends on: recorded at CREATE and set for every
+# refresh, so rows computed later agree with those computed before (hour(ts) of a
+# TIMESTAMP depends on the time zone, a cast of 'x' to INT on ANSI mode)
+RESULT_SETTINGS = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled")
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,9 @@ class DynamicTableDef:
     comment: str | None = None
     partitioned_by: tuple[str, ...] = ()
     user_properties: Mapping[str, str] = field(default_factory=dict)
+    # RESULT_SETTINGS as the creating session had them (empty: created before they were
+    # recorded; such a table refreshes with the refreshing session's)
+    settings: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def catalog(self) -> str:
@@ -134,6 +141,7 @@ class DynamicTableDef:
             PREFIX + "retention_days": str(self.retention_days),
             PREFIX + "partitioned_by": json.dumps(list(self.partitioned_by)),
             PREFIX + "user_properties": json.dumps(dict(self.user_properties), sort_keys=True),
+            PREFIX + "settings": json.dumps(dict(self.settings), sort_keys=True),
         }
         return props
 
@@ -160,4 +168,5 @@ class DynamicTableDef:
             comment=props.get("comment"),
             partitioned_by=tuple(json.loads(props.get(PREFIX + "partitioned_by", "[]"))),
             user_properties=json.loads(props.get(PREFIX + "user_properties", "{}")),
+            settings=json.loads(props.get(PREFIX + "settings", "{}")),
         )

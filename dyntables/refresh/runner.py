@@ -292,12 +292,14 @@ class Refresher:
     def _child_session(self, job_id: str, dt: DynamicTableDef) -> Any:
         """A session of its own: spark.wap.id stages only this refresh's writes, and the
         job group/pool make the refresh visible (and schedulable) as one unit. It is a
-        clone, so the query sees the same SQL settings (ANSI mode, time zone, ...) as the
-        session that created the table and that users query it from."""
+        clone of the session refreshing, with the settings results depend on (time
+        zone, ANSI mode) as the session that created the table had them."""
         from pyspark.sql import SparkSession
 
         session = SparkSession(self.spark.sparkContext, self.spark._jsparkSession.cloneSession())
         session.conf.set("spark.wap.id", job_id)
+        for key, value in dt.settings.items():  # as the rows already there were computed
+            session.conf.set(key, value)
         # an overwrite must replace the whole table, whatever the user's session says
         session.conf.set("spark.sql.sources.partitionOverwriteMode", "static")
         sc = self.spark.sparkContext

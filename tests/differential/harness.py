@@ -800,6 +800,10 @@ class Harness:
                 f"{when}: recorded sources {sorted(state.sources)} differ from the declared {sorted(declared)}"
             )
         views = []
+        # the query as the table computes it: under the settings recorded at CREATE
+        before = {k: self.oracle.conf.get(k, None) for k in dt.settings}
+        for key, value in dt.settings.items():
+            self.oracle.conf.set(key, value)
         try:
             for name, version in state.sources.items():
                 view = name.split(".")[-1]
@@ -821,6 +825,11 @@ class Harness:
         finally:
             for view in views:
                 self.oracle.catalog.dropTempView(view)
+            for key, value in before.items():
+                if value is None:
+                    self.oracle.conf.unset(key)
+                else:
+                    self.oracle.conf.set(key, value)
         if diff:
             raise Mismatch(
                 f"{when}: the dynamic table differs from the oracle (its query at the recorded source "
