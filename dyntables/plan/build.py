@@ -637,7 +637,7 @@ class _Builder:
                 isinstance(a, exp.Literal) and a.is_string for a in args[1:]
             ):
                 raise NotIncremental("TIME_WINDOW", "window", "window() with non-literal durations")
-            if len(args) >= 3 and _interval_text(args[2]) != _interval_text(args[1]):
+            if len(args) >= 3 and _interval_length(args[2]) != _interval_length(args[1]):
                 raise NotIncremental(
                     "TIME_WINDOW",
                     "window",
@@ -683,16 +683,19 @@ class _Builder:
         if group is not None:  # grouping sets were split into plain GROUP BYs before
             group_exprs = list(group.expressions)
             if group.args.get("all"):
-                # Spark's GROUP BY ALL: every item of the select list without an aggregate
-                if any(e.find(exp.Window) for e in exprs):
-                    raise NotIncremental(
-                        "GROUP_BY_ALL", "GROUP BY ALL", "GROUP BY ALL with window functions"
-                    )
-                group_exprs = [
-                    e.unalias() if isinstance(e, exp.Alias) else e
-                    for e in exprs
-                    if not _aggregates(e)
-                ]
+                # Spark's GROUP BY ALL: every item of the select list that mentions no
+                # aggregate, also none inside a window (RANK() OVER (ORDER BY SUM(x)))
+                group_exprs = []
+                for e in exprs:
+                    if any(_is_aggregate_call(n) for n in _own_nodes(e)):
+                        continue
+                    if e.find(exp.Window):
+                        raise NotIncremental(
+                            "GROUP_BY_ALL",
+                            "GROUP BY ALL",
+                            "GROUP BY ALL with a window function over no aggregate",
+                        )
+                    group_exprs.append(e.unalias() if isinstance(e, exp.Alias) else e)
         keys = tuple(self.expr(g, scope) for g in group_exprs)
         key_cols = tuple(self.fresh() for _ in keys)
         aggs: list[AggCall] = []
@@ -964,8 +967,32 @@ def _own_time_windows(root: exp.Expr) -> list[exp.Anonymous]:
     ]
 
 
-def _interval_text(lit: exp.Expr) -> str:
-    return " ".join(lit.name.lower().split())
+_MICROSECONDS = {
+    "microsecond": 1,
+    "millisecond": 1_000,
+    "second": 1_000_000,
+    "minute": 60_000_000,
+    "hour": 3_600_000_000,
+    "day": 86_400_000_000,
+    "week": 604_800_000_000,
+}
+
+
+def _interval_length(lit: exp.Expr) -> int | str:
+    """A window duration's length in microseconds ('60 minutes' is '1 hour'), or its
+    text when it is not a plain sum of ``<number> <unit>`` parts."""
+    words = lit.name.lower().split()
+    if words[:1] == ["interval"]:
+        words = words[1:]
+    if not words or len(words) % 2:
+        return " ".join(words)
+    total = 0
+    for number, unit in zip(words[::2], words[1::2], strict=True):
+        scale = _MICROSECONDS.get(unit.rstrip("s"))
+        if scale is None or not number.isdigit():
+            return " ".join(words)
+        total += int(number) * scale
+    return total
 
 
 def _has_star(select: exp.Select) -> bool:

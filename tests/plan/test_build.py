@@ -379,3 +379,32 @@ def test_a_grouping_set_shows_the_keys_it_lacks_as_null_and_says_so() -> None:
     ]
     sums = [a for n in walk_post_order(plan.root) if isinstance(n, Aggregate) for a in n.aggs]
     assert [a.func for a in sums] == ["sum", "sum", "sum"]
+
+
+def test_a_window_whose_slide_equals_its_length_is_tumbling() -> None:
+    """'60 minutes' is '1 hour': each row in one window, so the bucket keeps its rule."""
+    build_plan(
+        "SELECT window(ts, '60 minutes', '1 hour') AS w, COUNT(*) AS c FROM t0 "
+        "GROUP BY window(ts, '60 minutes', '1 hour')",
+        SCHEMA,
+        qualify,
+    )
+    with pytest.raises(NotIncremental) as err:
+        build_plan(
+            "SELECT window(ts, '1 hour', '59 minutes') AS w, COUNT(*) AS c FROM t0 "
+            "GROUP BY window(ts, '1 hour', '59 minutes')",
+            SCHEMA,
+            qualify,
+        )
+    assert err.value.code == "TIME_WINDOW"
+
+
+def test_group_by_all_leaves_out_a_window_over_aggregates() -> None:
+    plan = build_plan(
+        "SELECT k, SUM(n) AS s, RANK() OVER (ORDER BY SUM(n)) AS r FROM t0 GROUP BY ALL",
+        SCHEMA,
+        qualify,
+    )
+    (agg,) = [n for n in walk_post_order(plan.root) if isinstance(n, Aggregate)]
+    assert len(agg.keys) == 1
+    assert any(isinstance(n, Window) for n in walk_post_order(plan.root))
