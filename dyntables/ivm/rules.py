@@ -339,6 +339,62 @@ def _match_terms(
     return terms
 
 
+def _recomputed_match_terms(
+    r: Renderer,
+    left: Node,
+    right: Node,
+    lkeys: Sequence[exp.Expr],
+    rkeys: Sequence[exp.Expr],
+    residual: exp.Expr,
+    anti: bool,
+) -> list[exp.Query]:
+    """Delta of the rows of ``left`` that have (semi) or lack (anti) a match in ``right``
+    when matching is ``lkeys = rkeys AND residual``: whether a row matches depends on
+    the row, not only on its key, so the rows of every key either delta touches are
+    recomputed, +as they are now, -as they were (identical pairs cancel later):
+
+      L_new|K (semi|anti) R_new - L_old|K (semi|anti) R_old,  K = keys of dL and dR
+
+    A row whose key is NULL matches nothing: a changed one is unmatched as it is (anti:
+    its delta row as is; semi: nothing)."""
+    lcols = [col(c) for c in left.columns]
+    d_left = r.delta(left)
+    d_right = r.delta(right)
+    if d_left is None and d_right is None:
+        return []
+    names = [fresh_alias("k") for _ in lkeys]
+    key_sets: list[exp.Query] = []
+    for d, keys in ((d_left, lkeys), (d_right, rkeys)):
+        if d is not None:
+            key_sets.append(
+                select(
+                    [alias(k.copy(), nm) for k, nm in zip(keys, names, strict=True)], sub(d)
+                ).where(
+                    exp.and_(
+                        *(exp.Not(this=exp.Is(this=k.copy(), expression=exp.null())) for k in keys)
+                    )
+                )
+            )
+    affected = select([col(nm) for nm in names], sub(union_all(key_sets))).distinct()
+    in_affected = eq_all(lkeys, [col(nm) for nm in names])
+    on = exp.and_(eq_all(lkeys, rkeys), residual.copy())
+    kind = "left anti" if anti else "left semi"
+    terms: list[exp.Query] = []
+    for version, weight in ((NEW, 1), (OLD, -1)):
+        rows = select(["*"], sub(r.rel(left, version))).join(
+            sub(affected.copy()), on=in_affected.copy(), join_type="left semi"
+        )
+        terms.append(
+            select([*lcols, alias(lit(weight), W)], sub(rows)).join(
+                sub(r.rel(right, version)), on=on.copy(), join_type=kind
+            )
+        )
+    if anti and d_left is not None:
+        null_key = exp.or_(*(exp.Is(this=k.copy(), expression=exp.null()) for k in lkeys))
+        terms.append(select([*lcols, col(W)], sub(d_left)).where(null_key))
+    return terms
+
+
 def _padded(
     r: Renderer, n: Join, terms: list[exp.Query], kept: Node, missing: Node, kept_first: bool
 ) -> exp.Query | None:
@@ -352,27 +408,34 @@ def _padded(
     return select([*items, col(W)], sub(union_all(terms)))
 
 
+def _matches(
+    r: Renderer,
+    n: Join,
+    left: Node,
+    right: Node,
+    lkeys: Sequence[exp.Expr],
+    rkeys: Sequence[exp.Expr],
+    anti: bool,
+) -> list[exp.Query]:
+    """The rows of ``left`` gaining/losing a match in ``right``: by key, or, when the
+    join also has a condition over both sides, by recomputing the affected keys."""
+    if n.residual is not None and n.kind != "inner":
+        return _recomputed_match_terms(r, left, right, lkeys, rkeys, n.residual, anti)
+    return _match_terms(r, left, right, lkeys, rkeys, anti)
+
+
 def _delta_join(r: Renderer, n: Join) -> exp.Query | None:
-    if n.kind == "semi":
-        parts = _match_terms(r, n.left, n.right, n.left_keys, n.right_keys, anti=False)
-        return union_all(parts) if parts else None
-    if n.kind == "anti":
-        parts = _match_terms(r, n.left, n.right, n.left_keys, n.right_keys, anti=True)
+    if n.kind in ("semi", "anti"):
+        parts = _matches(r, n, n.left, n.right, n.left_keys, n.right_keys, n.kind == "anti")
         return union_all(parts) if parts else None
     parts = _inner_terms(r, n)
     if n.kind in ("left", "full"):
-        pad = _padded(
-            r,
-            n,
-            _match_terms(r, n.left, n.right, n.left_keys, n.right_keys, anti=True),
-            n.left,
-            n.right,
-            True,
-        )
+        terms = _matches(r, n, n.left, n.right, n.left_keys, n.right_keys, anti=True)
+        pad = _padded(r, n, terms, n.left, n.right, True)
         if pad is not None:
             parts.append(pad)
     if n.kind in ("right", "full"):
-        terms = _match_terms(r, n.right, n.left, n.right_keys, n.left_keys, anti=True)
+        terms = _matches(r, n, n.right, n.left, n.right_keys, n.left_keys, anti=True)
         pad = _padded(r, n, terms, n.right, n.left, False)
         if pad is not None:
             parts.append(pad)

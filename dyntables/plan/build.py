@@ -393,15 +393,13 @@ class _Builder:
     def _push_residual(
         self, kind: str, residual: exp.Expr, left: Node, right: Node
     ) -> tuple[exp.Expr | None, Node]:
-        """A non-equi ON condition on the right side only is a filter of the right input."""
+        """A non-equi ON condition on the right side only is a filter of the right input;
+        one over both sides stays on the join, whose rule then recomputes whether the
+        rows of the keys a change touches match (rules._recomputed_match_terms)."""
         used = {c.name for c in residual.find_all(exp.Column)}
         if kind in ("left", "semi", "anti") and used <= set(right.columns):
             return None, Filter(right, residual)
-        raise NotIncremental(
-            "OUTER_JOIN_NON_EQUI",
-            f"{kind.upper()} JOIN",
-            "an ON condition beyond equalities on both sides",
-        )
+        return residual, right
 
     def _split_condition(
         self, on: exp.Expr | None, lscope: Scope, rscope: Scope
@@ -515,6 +513,7 @@ class _Builder:
         lkeys: list[exp.Expr] = []
         rkeys: list[exp.Expr] = []
         local: list[exp.Expr] = []
+        other: list[exp.Expr] = []  # correlations beyond equalities: the join's residual
         where = select.args.get("where")
         for conj in _conjuncts(where.this if where is not None else None):
             if _within(conj, rscope):
@@ -530,16 +529,26 @@ class _Builder:
                     rkeys.append(self.expr(b, rscope))
                     lkeys.append(self.expr(a, scope))
                     continue
-            raise NotIncremental(
-                "CORRELATED_NON_EQUI", "EXISTS", f"correlation {conj.sql('spark')[:60]}"
-            )
+            if any(True for _ in conj.find_all(exp.Subquery, exp.Exists)):
+                raise NotIncremental(
+                    "CORRELATED_NON_EQUI", "EXISTS", f"correlation {conj.sql('spark')[:60]}"
+                )
+            try:
+                other.append(self.expr(conj, {**scope, **rscope}))
+            except NotIncremental:
+                raise NotIncremental(
+                    "CORRELATED_NON_EQUI", "EXISTS", f"correlation {conj.sql('spark')[:60]}"
+                ) from None
         if not lkeys:
             raise NotIncremental(
-                "EXISTS_UNCORRELATED", "EXISTS", "EXISTS without an equality to the outer query"
+                "EXISTS_UNCORRELATED" if not other else "CORRELATED_NON_EQUI",
+                "EXISTS",
+                "EXISTS needs an equality with the outer query",
             )
         if local:
             right = Filter(right, exp.and_(*local))
-        return Join(kind, node, right, tuple(lkeys), tuple(rkeys), None)
+        residual = exp.and_(*other) if other else None
+        return Join(kind, node, right, tuple(lkeys), tuple(rkeys), residual)
 
     # -- scalar subqueries ----------------------------------------------------------------
     def _scalar_subqueries(

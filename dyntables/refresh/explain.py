@@ -43,6 +43,11 @@ def _rule(node: Node, rebuilt: frozenset[int] = frozenset()) -> str:
     if isinstance(node, Join):
         if node.kind == "inner":
             return "dL JOIN R_old + L_new JOIN dR"
+        if node.residual is not None and node.kind != "inner":
+            matched = "rows of the keys either delta touches, matched again (old and new)"
+            if node.kind in ("semi", "anti"):
+                return f"{node.kind} join: {matched}"
+            return f"inner delta + NULL-padded {matched}"
         if node.kind in ("semi", "anti"):
             return f"{node.kind} join: dL filtered by R_new, plus L_old rows whose key gained/lost its match"
         return "inner delta + NULL-padded rows whose key gained/lost its match"

@@ -262,7 +262,7 @@ REJECTED_KINDS = (
     "except",
     "scalar_non_equi",
     "rollup_ranked",
-    "full_join_residual",
+    "outer_non_equi",
     "bool_agg",
     "non_equi_exists",
 )
@@ -475,9 +475,15 @@ class QueryGen:
                 if kind == "JOIN":
                     cond += f" AND {self.pred(rel.scope + right.scope, 0)}"
                     rel.tags.add("join_residual")
-                elif kind in ("LEFT JOIN", "LEFT SEMI JOIN", "LEFT ANTI JOIN"):
+                elif kind in ("LEFT JOIN", "LEFT SEMI JOIN", "LEFT ANTI JOIN") and chance(ch, 0.5):
                     cond += f" AND {self.pred(right.scope, 0)}"  # right side only: pushed below the join
                     rel.tags.add("join_residual")
+                elif kind not in ("CROSS JOIN", ","):
+                    # over both sides: the rows of the keys a change touches are matched again
+                    typ = self.any_type(rel.scope + right.scope)
+                    both = f"{self.atom(rel.scope, typ)} {pick(ch, ['<', '<=', '<>', '>'])} {self.atom(right.scope, typ)}"
+                    cond += f" AND {both}"
+                    rel.tags |= {"join_residual", "residual_both_sides"}
             if table.name in rel.tables:
                 rel.tags.add("self_join")
             rel.tags.add(
@@ -570,6 +576,11 @@ class QueryGen:
             return f"{outer_key.sql} IN (SELECT {inner_key.sql} FROM {inner.from_sql}{where})"
         neg = "NOT " if kind == "not_exists" else ""
         rel.tags.add("anti_join" if neg else "semi_join")
+        if chance(ch, 0.25):  # a correlation beyond the equality: matched again per key
+            typ = self.any_type(inner.scope + rel.scope)
+            op = pick(ch, ["<", "<=", "<>", ">="])
+            local += f" AND {self.atom(inner.scope, typ)} {op} {self.atom(rel.scope, typ)}"
+            rel.tags.add("residual_both_sides")
         return f"{neg}EXISTS (SELECT 1 FROM {inner.from_sql} WHERE {inner_key.sql} = {outer_key.sql}{local})"
 
     # -- query shapes ----------------------------------------------------------------------------
@@ -1022,9 +1033,9 @@ class QueryGen:
                 set(),
                 rel.tables,
             )
-        else:  # full_join_residual
+        else:  # outer_non_equi: no equality to key the match by
             left, right = self.scan(pick(ch, self.tables)), self.scan(pick(ch, self.tables))
-            cond = f"{self.key_of(left.scope).sql} = {self.key_of(right.scope).sql} AND {self.pred(right.scope, 0)}"
+            cond = f"{self.key_of(left.scope).sql} < {self.key_of(right.scope).sql}"
             scope = left.scope + right.scope
             items, cols = self.projection(scope)
             q = Query(
