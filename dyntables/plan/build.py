@@ -407,7 +407,7 @@ class _Builder:
         lkeys: list[exp.Expr] = []
         rkeys: list[exp.Expr] = []
         rest: list[exp.Expr] = []
-        for conj in _conjuncts(on):
+        for conj in subquery.conjuncts(on):
             if isinstance(conj, exp.EQ):
                 a, b = conj.this, conj.expression
                 if _within(a, lscope) and _within(b, rscope):
@@ -426,7 +426,7 @@ class _Builder:
     def _where(self, node: Node, scope: Scope, cond: exp.Expr, ctes: dict[str, exp.Expr]) -> Node:
         plain: list[exp.Expr] = []
         subqueries: list[tuple[str, exp.Expr]] = []
-        for conj in _conjuncts(cond):
+        for conj in subquery.conjuncts(cond):
             negated = isinstance(conj, exp.Not)
             inner = conj.this if negated else conj
             if isinstance(inner, exp.Exists):
@@ -515,7 +515,7 @@ class _Builder:
         local: list[exp.Expr] = []
         other: list[exp.Expr] = []  # correlations beyond equalities: the join's residual
         where = select.args.get("where")
-        for conj in _conjuncts(where.this if where is not None else None):
+        for conj in subquery.conjuncts(where.this if where is not None else None):
             if _within(conj, rscope):
                 local.append(self.expr(conj, rscope))
                 continue
@@ -1021,16 +1021,6 @@ def _with_ctes(query: exp.Select, ctes: dict[str, exp.Expr]) -> exp.Query:
     for name, body in used:
         out = out.with_(name, as_=body.copy())
     return out
-
-
-def _conjuncts(e: exp.Expr | None) -> list[exp.Expr]:
-    if e is None:
-        return []
-    if isinstance(e, exp.And):
-        return _conjuncts(e.this) + _conjuncts(e.expression)
-    if isinstance(e, exp.Paren):
-        return _conjuncts(e.this)
-    return [e]
 
 
 def _within(e: exp.Expr, scope: Scope) -> bool:

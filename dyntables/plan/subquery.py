@@ -104,7 +104,7 @@ def scalar_join(query: exp.Expr, outer_aliases: set[str], aggregates: bool) -> S
     local: list[exp.Expr] = []
     inner_keys: list[exp.Expr] = []
     outer_keys: list[exp.Expr] = []
-    for conj in _conjuncts(where.this if where is not None else None):
+    for conj in conjuncts(where.this if where is not None else None):
         if not _outer_columns(conj, outer_aliases, inner):
             local.append(conj)
             continue
@@ -280,11 +280,12 @@ def _correlation(
     return None
 
 
-def _conjuncts(e: exp.Expr | None) -> list[exp.Expr]:
+def conjuncts(e: exp.Expr | None) -> list[exp.Expr]:
+    """The parts of an AND chain (parentheses unwrapped)."""
     if e is None:
         return []
     if isinstance(e, exp.And):
-        return _conjuncts(e.this) + _conjuncts(e.expression)
+        return conjuncts(e.this) + conjuncts(e.expression)
     if isinstance(e, exp.Paren):
-        return _conjuncts(e.this)
+        return conjuncts(e.this)
     return [e]
