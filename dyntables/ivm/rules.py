@@ -210,14 +210,14 @@ def _inner_terms(r: Renderer, n: Join) -> list[exp.Query]:
     d_right = r.delta(n.right)
     cond = _join_condition(n)
     if d_left is not None:
-        right_old = _within_delta_keys(
-            r, r.rel(n.right, OLD), n.right, n.left, n.left_keys, n.right_keys
-        )
+        right_old = r.rel(n.right, OLD)
+        if n.prunable:
+            right_old = _within_delta_keys(r, right_old, n.right, n.left, n.left_keys, n.right_keys)
         terms.append(select(cols, sub(d_left)).join(sub(right_old), on=cond.copy()))
     if d_right is not None:
-        left_new = _within_delta_keys(
-            r, r.rel(n.left, NEW), n.left, n.right, n.right_keys, n.left_keys
-        )
+        left_new = r.rel(n.left, NEW)
+        if n.prunable:
+            left_new = _within_delta_keys(r, left_new, n.left, n.right, n.right_keys, n.left_keys)
         terms.append(select(cols, sub(left_new)).join(sub(d_right), on=cond.copy()))
     return terms
 

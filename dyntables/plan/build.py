@@ -95,7 +95,7 @@ def build_plan(
         )
     except OptimizeError as exc:
         raise NotIncremental("UNRESOLVED_QUERY", "query", str(exc).splitlines()[0]) from exc
-    try:  # types tell which IN (subquery) compares like a join (subquery.in_types_differ)
+    try:  # types tell which keys compare as the rules keep them (subquery.keys_differ)
         qualified = annotate_types(qualified, schema=sg_schema, dialect="spark")
     except Exception:  # noqa: BLE001 - untyped, every IN is recomputed: never wrong
         pass
@@ -377,8 +377,11 @@ class _Builder:
                 "UNSUPPORTED_JOIN", f"{side} {kind} JOIN".strip(), "join type has no delta rule"
             )
         on = join.args.get("on")
-        lkeys, rkeys, residual = self._split_condition(on, lscope, rscope)
+        lkeys, rkeys, residual, pairs = self._split_condition(on, lscope, rscope)
         scope = {**lscope, **rscope} if jkind not in ("semi", "anti") else dict(lscope)
+        differ = subquery.keys_differ(pairs, by_value=jkind != "inner")
+        if differ is not None and jkind != "inner":
+            raise NotIncremental("KEY_TYPES", f"{jkind.upper()} JOIN", differ)
         if jkind != "inner":
             if not lkeys:
                 raise NotIncremental(
@@ -388,7 +391,10 @@ class _Builder:
                 )
             if residual is not None:
                 residual, right = self._push_residual(jkind, residual, left, right)
-        return Join(jkind, left, right, tuple(lkeys), tuple(rkeys), residual), scope
+        join_node = Join(
+            jkind, left, right, tuple(lkeys), tuple(rkeys), residual, prunable=differ is None
+        )
+        return join_node, scope
 
     def _push_residual(
         self, kind: str, residual: exp.Expr, left: Node, right: Node
@@ -403,24 +409,26 @@ class _Builder:
 
     def _split_condition(
         self, on: exp.Expr | None, lscope: Scope, rscope: Scope
-    ) -> tuple[list[exp.Expr], list[exp.Expr], exp.Expr | None]:
+    ) -> tuple[list[exp.Expr], list[exp.Expr], exp.Expr | None, list[tuple[exp.Expr, exp.Expr]]]:
+        """Equality keys (rewritten to internal names), the rest, and the key pairs as
+        the query wrote them (typed, for subquery.keys_differ)."""
         lkeys: list[exp.Expr] = []
         rkeys: list[exp.Expr] = []
         rest: list[exp.Expr] = []
+        pairs: list[tuple[exp.Expr, exp.Expr]] = []
         for conj in subquery.conjuncts(on):
             if isinstance(conj, exp.EQ):
                 a, b = conj.this, conj.expression
+                if _within(b, lscope) and _within(a, rscope):
+                    a, b = b, a
                 if _within(a, lscope) and _within(b, rscope):
                     lkeys.append(self.expr(a, lscope))
                     rkeys.append(self.expr(b, rscope))
-                    continue
-                if _within(b, lscope) and _within(a, rscope):
-                    lkeys.append(self.expr(b, lscope))
-                    rkeys.append(self.expr(a, rscope))
+                    pairs.append((a, b))
                     continue
             rest.append(self.expr(conj, {**lscope, **rscope}))
         residual = exp.and_(*rest) if rest else None
-        return lkeys, rkeys, residual
+        return lkeys, rkeys, residual, pairs
 
     # -- WHERE -----------------------------------------------------------------------------
     def _where(self, node: Node, scope: Scope, cond: exp.Expr, ctes: dict[str, exp.Expr]) -> Node:
@@ -459,9 +467,9 @@ class _Builder:
             raise NotIncremental(
                 "CORRELATED_IN", "NOT IN", "NOT IN (subquery) that refers to the outer query"
             )
-        differ = subquery.in_types_differ([outer], query)
+        differ = subquery.keys_differ(subquery.in_pairs([outer], query) or [], by_value=True)
         if differ is not None:
-            raise NotIncremental("IN_TYPES", "NOT IN", differ)
+            raise NotIncremental("KEY_TYPES", "NOT IN", differ)
         value = self.expr(outer, scope)
         right, _ = self.query(query, ctes)
         node = Join("anti", node, right, (value,), (col(right.columns[0]),), None)
@@ -482,9 +490,10 @@ class _Builder:
             right, names = self.query(query, ctes)
             # (a, b) IN (SELECT x, y ...): in a WHERE, a semi join on a = x AND b = y
             outer = sub.this.expressions if isinstance(sub.this, exp.Tuple) else [sub.this]
-            differ = subquery.in_types_differ(outer, query)
+            in_pairs = subquery.in_pairs(outer, query)
+            differ = subquery.keys_differ(in_pairs, by_value=True) if in_pairs else None
             if differ is not None:
-                raise NotIncremental("IN_TYPES", "IN", differ)
+                raise NotIncremental("KEY_TYPES", "IN", differ)
             if len(names) != len(outer):
                 raise NotIncremental(
                     "UNRESOLVED_QUERY", "IN", "IN (subquery) must return one column per value"
@@ -514,6 +523,7 @@ class _Builder:
         rkeys: list[exp.Expr] = []
         local: list[exp.Expr] = []
         other: list[exp.Expr] = []  # correlations beyond equalities: the join's residual
+        pairs: list[tuple[exp.Expr, exp.Expr]] = []
         where = select.args.get("where")
         for conj in subquery.conjuncts(where.this if where is not None else None):
             if _within(conj, rscope):
@@ -521,13 +531,12 @@ class _Builder:
                 continue
             if isinstance(conj, exp.EQ):
                 a, b = conj.this, conj.expression
+                if _within(b, rscope) and _within(a, scope):
+                    a, b = b, a
                 if _within(a, rscope) and _within(b, scope):
                     rkeys.append(self.expr(a, rscope))
                     lkeys.append(self.expr(b, scope))
-                    continue
-                if _within(b, rscope) and _within(a, scope):
-                    rkeys.append(self.expr(b, rscope))
-                    lkeys.append(self.expr(a, scope))
+                    pairs.append((b, a))
                     continue
             if any(True for _ in conj.find_all(exp.Subquery, exp.Exists)):
                 raise NotIncremental(
@@ -545,6 +554,9 @@ class _Builder:
                 "EXISTS",
                 "EXISTS needs an equality with the outer query",
             )
+        differ = subquery.keys_differ(pairs, by_value=True)
+        if differ is not None:
+            raise NotIncremental("KEY_TYPES", "EXISTS", differ)
         if local:
             right = Filter(right, exp.and_(*local))
         residual = exp.and_(*other) if other else None
@@ -569,8 +581,10 @@ class _Builder:
         below = list(subquery.scalar_subqueries(where)) if where is not None else []
         above: list[exp.Subquery] = []
         for part in [*select.expressions, select.args.get("having")]:
-            if part is not None:
-                (above if aggregating else below).extend(subquery.scalar_subqueries(part))
+            for sq in subquery.scalar_subqueries(part) if part is not None else ():
+                # one in an aggregate's argument is a value of each row, joined below it
+                in_argument = any(_is_aggregate_call(a) for a in _ancestors(sq))
+                (above if aggregating and not in_argument else below).append(sq)
         late: dict[tuple[str, str], tuple[Node, str]] = {}
         outer_aliases = {a for a, _ in scope if a}
         joined_above = {id(sq) for sq in above}  # by identity: equal texts are equal trees

@@ -84,6 +84,9 @@ class Join(Node):
     left_keys: tuple[exp.Expr, ...]
     right_keys: tuple[exp.Expr, ...]
     residual: exp.Expr | None = None
+    # whether a large side may be read within the other side's key range: not when the
+    # keys' types order differently (a string beside a number) or cannot be told
+    prunable: bool = True
 
     @property
     def columns(self) -> tuple[str, ...]:

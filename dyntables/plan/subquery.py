@@ -117,6 +117,9 @@ def scalar_join(query: exp.Expr, outer_aliases: set[str], aggregates: bool) -> S
             )
         inner_keys.append(pair[0])
         outer_keys.append(pair[1])
+    differ = keys_differ(list(zip(outer_keys, inner_keys, strict=True)), by_value=True)
+    if differ is not None:  # one group per inner key value must meet one outer value
+        raise Unsupported("KEY_TYPES", differ)
     body = query.copy()
     items: list[exp.Expr] = [exp.alias_(k.copy(), f"{KEY}{i}") for i, k in enumerate(inner_keys)]
     items.append(exp.alias_(value.copy(), VALUE))
@@ -192,34 +195,47 @@ def null_killers(query: exp.Select) -> exp.Query:
     return exp.union(over_rows(exp.true()), nulls, distinct=False)
 
 
-def in_types_differ(outer: list[exp.Expr], query: exp.Expr) -> str | None:
-    """Why ``(outer) IN (query)`` cannot be a join on ``outer = query's columns``, or
-    None. IN widens its two sides to a common type, so a STRING beside an INT or a DATE
-    compares as strings ('010' is not 10), where ``=`` casts the string ('010' = 10).
-    Both agree when the sides are of one family (numbers, strings, dates and times,
-    booleans); the types come from sqlglot's annotation of the qualified query, and a
-    side it cannot type is not taken on trust."""
-    branches = [s.expressions for s in _branches(query)]
-    for i, value in enumerate(outer):
-        family = _family(value)
-        for exprs in branches:
-            if i >= len(exprs):
-                return None  # the column counts differ: the builder says so
-            inner = exprs[i].unalias()
-            other = _family(inner)
-            if family is None or other is None:
-                shown = value if family is None else inner
-                return (
-                    f"cannot tell the type of {shown.sql('spark')[:60]}, so whether IN "
-                    "compares it as a string; recomputed"
-                )
-            if "null" not in (family, other) and family != other:
-                return (
-                    f"IN compares {value.sql('spark')[:40]} ({family}) with "
-                    f"{inner.sql('spark')[:40]} ({other}) as strings, a join would "
-                    "cast the string; cast one side to the other's type"
-                )
+def keys_differ(pairs: list[tuple[exp.Expr, exp.Expr]], by_value: bool) -> str | None:
+    """Why the key pairs ``(a, b)`` of a join (or IN, EXISTS, a correlation) cannot be
+    kept as the rules keep them, or None. Types come from sqlglot's annotation of the
+    qualified query; a side it cannot type is not taken on trust.
+
+    ``by_value``: the rule keeps state per key value (whether a key has a match, one
+    group per correlation key), which needs distinct values of one side never to equal
+    one value of the other: the same family of types, or integers beside decimals. A
+    STRING beside a number ('1' and '01' both equal 1), or a BIGINT beside a DOUBLE
+    (2^53 and 2^53 + 1 both equal 2^53 as doubles), would not. Otherwise (an inner
+    join, joined row by row) the sides need only be ordered alike, since a large side
+    is read within the other side's key range: no string beside a number or a date."""
+    for a, b in pairs:
+        fa, fb = _family(a), _family(b)
+        if fa is None or fb is None:
+            shown = a if fa is None else b
+            return f"cannot tell the type of {shown.sql('spark')[:60]}; recomputed"
+        if "null" in (fa, fb) or fa == fb:
+            continue
+        exact = {"integer", "decimal"}
+        if by_value and {fa, fb} <= exact:
+            continue
+        if not by_value and {fa, fb} <= exact | {"floating"}:
+            continue
+        return (
+            f"{a.sql('spark')[:40]} ({fa}) is compared with {b.sql('spark')[:40]} ({fb}): "
+            f"{'several values of one equal one value of the other' if by_value else 'they order differently'}; "
+            "cast one side to the other's type"
+        )
     return None
+
+
+def in_pairs(outer: list[exp.Expr], query: exp.Expr) -> list[tuple[exp.Expr, exp.Expr]] | None:
+    """(outer value, subquery column) pairs of ``(outer) IN (query)``, every branch of a
+    set operation; None when the column counts differ (the builder says so)."""
+    pairs = []
+    for branch in _branches(query):
+        if len(branch.expressions) != len(outer):
+            return None
+        pairs += [(v, e.unalias()) for v, e in zip(outer, branch.expressions, strict=True)]
+    return pairs
 
 
 def _branches(query: exp.Expr) -> list[exp.Select]:
@@ -234,8 +250,12 @@ def _family(e: exp.Expr) -> str | None:
     kind = e.type.this if e.type is not None else exp.DataType.Type.UNKNOWN
     if kind == exp.DataType.Type.NULL:
         return "null"
+    if kind in exp.DataType.INTEGER_TYPES:
+        return "integer"
+    if kind in exp.DataType.REAL_TYPES - exp.DataType.FLOAT_TYPES:
+        return "decimal"
     if kind in exp.DataType.NUMERIC_TYPES:
-        return "number"
+        return "floating"
     if kind in exp.DataType.TEXT_TYPES:
         return "string"
     if kind in exp.DataType.TEMPORAL_TYPES:

@@ -431,7 +431,8 @@ class QueryGen:
         if keys:
             return pick(self.ch, keys)
         ref = pick(self.ch, [r for r in scope if r.exact] or list(scope))
-        return Ref(f"pmod(hash({ref.sql}), 4)", INT, True)
+        # typed, so that the compiler can tell the join compares integers
+        return Ref(f"CAST(pmod(hash({ref.sql}), 4) AS INT)", INT, True)
 
     def from_clause(
         self, max_tables: int = 3, outer: bool = True, first: Table | None = None

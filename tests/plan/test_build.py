@@ -213,10 +213,14 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
         ),
         ("SELECT k FROM t0 WHERE (k, n) NOT IN (SELECT k, k FROM t1)", "NOT_IN_SUBQUERY"),
         # IN widens a STRING beside a number or a date to a string; a join casts the string
-        ("SELECT k FROM t0 WHERE k IN (SELECT s FROM t1)", "IN_TYPES"),
-        ("SELECT k FROM t0 WHERE (k, ts) IN (SELECT k, s FROM t1)", "IN_TYPES"),
-        ("SELECT k FROM t0 WHERE n NOT IN (SELECT s FROM t1)", "IN_TYPES"),
-        ("SELECT k FROM t0 WHERE pmod(hash(n), 4) IN (SELECT k FROM t1)", "IN_TYPES"),
+        ("SELECT k FROM t0 WHERE k IN (SELECT s FROM t1)", "KEY_TYPES"),
+        ("SELECT k FROM t0 WHERE (k, ts) IN (SELECT k, s FROM t1)", "KEY_TYPES"),
+        ("SELECT k FROM t0 WHERE n NOT IN (SELECT s FROM t1)", "KEY_TYPES"),
+        ("SELECT k FROM t0 WHERE pmod(hash(n), 4) IN (SELECT k FROM t1)", "KEY_TYPES"),
+        # keys kept value by value: '1' and '01' both equal 1
+        ("SELECT k FROM t0 WHERE EXISTS (SELECT 1 FROM t1 WHERE t1.s = t0.k)", "KEY_TYPES"),
+        ("SELECT t0.k FROM t0 LEFT JOIN t1 ON t0.k = t1.s", "KEY_TYPES"),
+        ("SELECT k, (SELECT COUNT(*) FROM t1 WHERE t1.s = t0.k) AS c FROM t0", "KEY_TYPES"),
         (
             "SELECT k FROM t0 WHERE k NOT IN (SELECT t1.k FROM t1 WHERE t1.s = t0.z)",
             "CORRELATED_IN",
@@ -408,3 +412,23 @@ def test_group_by_all_leaves_out_a_window_over_aggregates() -> None:
     (agg,) = [n for n in walk_post_order(plan.root) if isinstance(n, Aggregate)]
     assert len(agg.keys) == 1
     assert any(isinstance(n, Window) for n in walk_post_order(plan.root))
+
+
+def test_an_inner_join_of_mixed_key_types_keeps_its_rule_but_reads_the_whole_side() -> None:
+    """Joined row by row, an inner join is exact whatever its keys; only reading a large
+    side within the other's key range needs them ordered alike."""
+    plan = build_plan("SELECT t0.k, t1.s FROM t0 JOIN t1 ON t0.k = t1.s", SCHEMA, qualify)
+    (join,) = [n for n in walk_post_order(plan.root) if isinstance(n, Join)]
+    assert not join.prunable
+    plan = build_plan("SELECT t0.k, t1.s FROM t0 JOIN t1 ON t0.n = t1.k", SCHEMA, qualify)
+    (join,) = [n for n in walk_post_order(plan.root) if isinstance(n, Join)]
+    assert join.prunable
+
+
+def test_a_scalar_subquery_in_an_aggregates_argument_is_joined_below_it() -> None:
+    plan = build_plan(
+        "SELECT k, SUM(n * (SELECT MAX(t1.k) FROM t1)) AS s FROM t0 GROUP BY k", SCHEMA, qualify
+    )
+    aggregates = [n for n in walk_post_order(plan.root) if isinstance(n, Aggregate)]
+    top = next(a for a in aggregates if a.keys)
+    assert any(isinstance(n, Join) for n in walk_post_order(top.child))
