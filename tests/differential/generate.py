@@ -369,6 +369,18 @@ class QueryGen:
         have = [t for t in types if self.cols_of(scope, t)]
         return pick(self.ch, have) if have else INT
 
+    @staticmethod
+    def compared(typ: str, left: str, op: str, right: str) -> str:
+        """``left op right``; for DOUBLE, each side ``+ 0D`` so that Spark cannot push it
+        to Iceberg as ``column op literal``. Iceberg skips a file whose non-NaN
+        values lie outside the range, also when it holds NaNs (its bounds leave NaN out,
+        apache/iceberg#9130), where Spark orders NaN above every number: Spark's own
+        answer to ``x > 0.5`` then depends on how the rows lie in files, and a compaction
+        changes it (README, Known limitations)."""
+        if typ == DBL and op != "<>":
+            left, right = f"({left} + 0D)", f"({right} + 0D)"
+        return f"{left} {op} {right}"
+
     def pred(self, scope: Sequence[Ref], depth: int = 1) -> str:
         ch = self.ch
         typ = self.any_type(scope)
@@ -376,8 +388,11 @@ class QueryGen:
             lambda: f"{self.atom(scope, typ)} = {typed_literal(ch, typ)}",
             lambda: f"{self.atom(scope, typ)} IS NULL",
             lambda: f"{self.atom(scope, typ)} IS NOT NULL",
-            lambda: (
-                f"{self.expr(scope, typ, depth)} {pick(ch, ['<', '>', '<=', '>=', '<>'])} {self.expr(scope, typ, depth)}"
+            lambda: self.compared(
+                typ,
+                self.expr(scope, typ, depth),
+                pick(ch, ["<", ">", "<=", ">=", "<>"]),
+                self.expr(scope, typ, depth),
             ),
             lambda: f"{self.atom(scope, typ)} <=> {self.atom(scope, typ)}",
         ]
@@ -579,8 +594,9 @@ class QueryGen:
         rel.tags.add("anti_join" if neg else "semi_join")
         if chance(ch, 0.25):  # a correlation beyond the equality: matched again per key
             typ = self.any_type(inner.scope + rel.scope)
+            inner_side = self.atom(inner.scope, typ)
             op = pick(ch, ["<", "<=", "<>", ">="])
-            local += f" AND {self.atom(inner.scope, typ)} {op} {self.atom(rel.scope, typ)}"
+            local += f" AND {self.compared(typ, inner_side, op, self.atom(rel.scope, typ))}"
             rel.tags.add("residual_both_sides")
         return f"{neg}EXISTS (SELECT 1 FROM {inner.from_sql} WHERE {inner_key.sql} = {outer_key.sql}{local})"
 
