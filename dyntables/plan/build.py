@@ -210,9 +210,7 @@ class _Builder:
         if isinstance(q, exp.Union):
             return self._union(q, ctes)
         if isinstance(q, (exp.Intersect, exp.Except)):
-            raise NotIncremental(
-                "SET_OPERATION", type(q).__name__.upper(), "INTERSECT/EXCEPT have no delta rule yet"
-            )
+            return self._intersect_except(q, ctes)
         if isinstance(q, exp.Subquery):
             return self.query(q.this, ctes)
         if not isinstance(q, exp.Select):
@@ -235,6 +233,52 @@ class _Builder:
         if q.args.get("distinct"):
             node = self._distinct(node)
         return node, list(names)
+
+    def _intersect_except(
+        self, q: exp.Intersect | exp.Except, ctes: dict[str, exp.Expr]
+    ) -> tuple[Node, list[str]]:
+        """INTERSECT / EXCEPT (DISTINCT) as a GROUP BY of every column over both sides
+        united, each row marked with the side it comes from: a row is in the answer when
+        its group has rows from the left and (INTERSECT) some or (EXCEPT) none from the
+        right. The union widens the two sides' types as Spark's set operations do, and
+        grouping treats NULLs as equal as they do; the aggregate keeps the counts, so a
+        change touches only the rows' own groups."""
+        operator = type(q).__name__.upper()
+        if not q.args.get("distinct"):
+            raise NotIncremental(
+                "SET_OPERATION", f"{operator} ALL", f"{operator} ALL has no delta rule yet"
+            )
+        if q.args.get("limit") or q.args.get("offset"):
+            raise NotIncremental(
+                "LIMIT", "LIMIT", "ORDER BY ... LIMIT keeps a moving top-N; recomputed FULL"
+            )
+        left, names = self.query(q.left, ctes)
+        right, rnames = self.query(q.right, ctes)
+        if len(names) != len(rnames):
+            raise NotIncremental(
+                "UNRESOLVED_QUERY", operator, "the two sides have different column counts"
+            )
+        marked = []
+        for side, node in enumerate((left, right)):
+            marks = (exp.Literal.number(int(side == 0)), exp.Literal.number(int(side == 1)))
+            exprs = tuple(col(c) for c in node.columns) + marks
+            marked.append(Project(node, exprs, tuple(self.fresh() for _ in exprs)))
+        both = UnionAll(tuple(marked), tuple(self.fresh() for _ in marked[0].out))
+        *values, in_left, in_right = both.columns
+        keys = tuple(col(c) for c in values)
+        from_left = AggCall("sum", col(in_left), self.fresh())
+        from_right = AggCall("sum", col(in_right), self.fresh())
+        groups = Aggregate(both, keys, tuple(self.fresh() for _ in keys), (from_left, from_right))
+        right_rows = exp.GT if isinstance(q, exp.Intersect) else exp.EQ
+        kept = Filter(
+            groups,
+            exp.and_(
+                exp.GT(this=col(from_left.column), expression=exp.Literal.number(0)),
+                right_rows(this=col(from_right.column), expression=exp.Literal.number(0)),
+            ),
+        )
+        out = tuple(self.fresh() for _ in names)
+        return Project(kept, tuple(col(c) for c in groups.key_columns), out), list(names)
 
     def _grouping_sets(
         self,

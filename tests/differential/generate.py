@@ -258,8 +258,8 @@ REJECTED_KINDS = (
     "limit",
     "not_in_pair",
     "count_distinct",
-    "intersect",
-    "except",
+    "intersect_all",
+    "except_all",
     "scalar_non_equi",
     "rollup_ranked",
     "outer_non_equi",
@@ -799,13 +799,17 @@ class QueryGen:
             branches.append(f"SELECT {', '.join(items)} FROM {rel.from_sql}{where}")
             tags |= rel.tags
             tables |= rel.tables
-        op = " UNION " if distinct else " UNION ALL "
+        sql = branches[0]
+        for branch in branches[1:]:  # INTERSECT binds tighter than UNION and EXCEPT
+            op = pick(ch, ("UNION", "UNION", "INTERSECT", "EXCEPT")) if distinct else "UNION ALL"
+            tags.add(op.lower() if distinct else "union_all")
+            sql += f" {op} {branch}"
         cols = [Col(f"c{i}", t, t in INTEGRAL) for i, t in enumerate(types)]
         if (
             "union_mixed_types" in tags
         ):  # the widened type is not tracked: no predicates on it downstream
             cols = [Col(c.name, c.type, False, False) for c in cols]
-        return Query(op.join(branches), cols, tags, tables)
+        return Query(sql, cols, tags, tables)
 
     def window_func(
         self, kind: str, rel: Rel, exprs: list[str], cols: list[Col]
@@ -995,7 +999,7 @@ class QueryGen:
         ch = self.ch
         kind = pick(ch, REJECTED_KINDS)
         tags = {"rejected", f"rejected:{kind}"}
-        if kind in ("intersect", "except"):
+        if kind in ("intersect_all", "except_all"):
             types = [pick(ch, (INT, STR)) for _ in range(ch.int(1, 2))]
             parts = []
             tables: set[str] = set()
@@ -1008,7 +1012,8 @@ class QueryGen:
                 )
                 tables |= rel.tables
             cols = [Col(f"c{i}", t) for i, t in enumerate(types)]
-            return Query(f" {kind.upper()} ".join(parts), cols, tags, tables, grammar=False)
+            op = f" {kind.split('_')[0].upper()} ALL "
+            return Query(op.join(parts), cols, tags, tables, grammar=False)
         if kind == "limit":
             q = self.spj(2)
             order = ", ".join(f"c{i}" for i in range(len(q.cols)))

@@ -232,6 +232,9 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
             "GROUPING_SETS",
         ),
         ("SELECT DISTINCT k FROM t0 GROUP BY ROLLUP(k, n)", "GROUPING_SETS"),
+        # a row repeated min(m, n) or m - n times has no delta rule
+        ("SELECT k FROM t0 INTERSECT ALL SELECT k FROM t1", "SET_OPERATION"),
+        ("SELECT k FROM t0 EXCEPT ALL SELECT k FROM t1", "SET_OPERATION"),
         ("SELECT k, GROUPING(z) AS g FROM t0 GROUP BY ROLLUP(k)", "GROUPING_SETS"),
         ("SELECT k FROM t0 GROUP BY CUBE(k, n, z, ts, k + 1, n + 1)", "GROUPING_SETS"),
         ("SELECT k FROM t0 GROUP BY GROUPING SETS (ROLLUP(k), n)", "GROUPING_SETS"),
@@ -432,3 +435,20 @@ def test_a_scalar_subquery_in_an_aggregates_argument_is_joined_below_it() -> Non
     aggregates = [n for n in walk_post_order(plan.root) if isinstance(n, Aggregate)]
     top = next(a for a in aggregates if a.keys)
     assert any(isinstance(n, Join) for n in walk_post_order(top.child))
+
+
+@pytest.mark.parametrize(("op", "right_rows"), [("INTERSECT", exp.GT), ("EXCEPT", exp.EQ)])
+def test_intersect_and_except_group_both_sides_united(op: str, right_rows: type) -> None:
+    """Every column is a group key over the two sides united (so their types widen as in
+    Spark), and each group counts its rows from either side."""
+    plan = build_plan(f"SELECT k, z FROM t0 {op} SELECT k, k FROM t1", SCHEMA, qualify)
+    top = plan.root
+    assert isinstance(top, Project) and plan.output_names == ("k", "z")
+    kept = top.child
+    assert isinstance(kept, Filter)
+    groups = kept.child
+    assert isinstance(groups, Aggregate) and len(groups.keys) == 2
+    assert [a.func for a in groups.aggs] == ["sum", "sum"]
+    assert isinstance(groups.child, UnionAll) and len(groups.child.inputs) == 2
+    left_rows, other = kept.predicate.flatten()
+    assert isinstance(left_rows, exp.GT) and isinstance(other, right_rows)
