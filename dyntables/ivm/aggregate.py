@@ -7,6 +7,8 @@ weights) and per aggregate what makes it maintainable under inserts *and* delete
   COUNT(x)         a<j>_n  non-null count
   SUM(x), AVG(x)   a<j>_n, a<j>_s  (sum over non-null x, in Spark's own SUM type)
   MIN(x), MAX(x)   a<j>_n, a<j>_m  (recomputed for a group only when its extreme is deleted)
+  other            a<j>_v  the value (STDDEV, MEDIAN, BOOL_AND, ...: no running state
+                   undoes a delete), recomputed for every group the change touches
 
 A group disappears when ``__cnt`` reaches 0; SUM/AVG/MIN/MAX are NULL when ``a<j>_n``
 is 0. The delta rows are expanded to +-1 rows first, so sums are exact in every exact
@@ -39,7 +41,7 @@ from dyntables.ivm.sqlb import (
     sub,
     union_all,
 )
-from dyntables.plan.ops import AggCall, Aggregate
+from dyntables.plan.ops import RECOMPUTED, AggCall, Aggregate
 
 CNT = "__cnt"
 SIGN = "__s"
@@ -88,6 +90,8 @@ def layout(node: Aggregate) -> Layout:
             names["m"] = f"a{j}_m"
         if call.func == "count_distinct":
             names["d"] = f"a{j}_d"
+        if call.func == RECOMPUTED:
+            names["v"] = f"a{j}_v"
         aggs.append((call, names))
     return Layout(tuple(f"k{i}" for i in range(len(node.keys))), tuple(aggs))
 
@@ -129,6 +133,8 @@ def build_sql(
             items.append(alias(fn(this=arg.copy()), names["m"]))  # type: ignore[union-attr]
         if "d" in names:
             items.append(alias(exp.Count(this=exp.Distinct(expressions=[arg.copy()])), names["d"]))  # type: ignore[union-attr]
+        if "v" in names:
+            items.append(alias(arg.copy(), names["v"]))  # type: ignore[union-attr]
     q = select(items, sub(child))
     if node.keys:
         q = q.group_by(*(group_key(k) for k in node.keys))
@@ -239,6 +245,8 @@ def finalize(
         return c["n"]
     if call.func == "count_distinct":
         return c["d"]
+    if call.func == RECOMPUTED:
+        return c["v"]
     has_value = exp.GT(this=c["n"], expression=lit(0))
     if call.func == "sum":
         value: exp.Expr = c["s"]
@@ -305,7 +313,7 @@ def delta_sql(
     ]
     items.append(alias(exp.Sum(this=s.copy()), "d_" + CNT))
     for call, names in lay.aggs:
-        if call.arg is None:
+        if call.arg is None or call.func == RECOMPUTED:
             continue
         arg = call.arg
         not_null = exp.Not(this=exp.Is(this=arg.copy(), expression=exp.null()))
@@ -408,6 +416,17 @@ def change_sql(
             )
             joins.append((exp.to_table(view).as_(dd_alias), dd_on))
             continue
+        if "v" in names:
+            # the old value as a placeholder: every touched group that keeps rows is
+            # flagged and gets its value recomputed (patch_sql); a global aggregate's
+            # one row always (over no rows REGR_COUNT is 0, not NULL)
+            v_name = names["v"]
+            no_rows = exp.EQ(this=new_cnt.copy(), expression=lit(0))
+            placeholder = exp.If(this=no_rows, true=exp.null(), false=col(v_name, o_alias))
+            items.append(alias(placeholder, "n_" + v_name))
+            touched: exp.Expr = exp.Not(this=no_rows.copy()) if lay.keys else exp.true()
+            items.append(alias(touched, "r_" + v_name))
+            continue
         if "n" not in names:
             continue
         n_name = names["n"]
@@ -479,8 +498,13 @@ def recompute_flags(node: Aggregate) -> list[str]:
     SUM/AVG that lost a value or cancelled (always false for exact sums)."""
     out: list[str] = []
     for _, names in layout(node).aggs:
-        out.extend("r_" + names[role] for role in ("m", "s") if role in names)
+        out.extend("r_" + names[role] for role in ("m", "s", "v") if role in names)
     return out
+
+
+def recomputes_all(node: Aggregate) -> bool:
+    """Whether some aggregate is recomputed for every group the change touches."""
+    return any(call.func == RECOMPUTED for call in node.aggs)
 
 
 def floating_sums(node: Aggregate, state_types: Mapping[str, str]) -> frozenset[str]:
@@ -493,7 +517,8 @@ def floating_sums(node: Aggregate, state_types: Mapping[str, str]) -> frozenset[
 
 
 def recompute_sql(node: Aggregate, child_new: exp.Query, change_view: str) -> exp.Select:
-    """MIN/MAX and SUMs from the current input, for the flagged groups only."""
+    """MIN/MAX, SUMs and recomputed aggregates from the current input, for the flagged
+    groups only."""
     lay = layout(node)
     flags = recompute_flags(node)
     flagged = select([col(k) for k in lay.keys] or [alias(lit(1), "_one")], change_view).where(
@@ -519,6 +544,8 @@ def recompute_sql(node: Aggregate, child_new: exp.Query, change_view: str) -> ex
             items.append(alias(fn(this=call.arg.copy()), "m_" + names["m"]))  # type: ignore[union-attr]
         if "s" in names:
             items.append(alias(exp.Sum(this=call.arg.copy()), "m_" + names["s"]))  # type: ignore[union-attr]
+        if "v" in names:
+            items.append(alias(call.arg.copy(), "m_" + names["v"]))  # type: ignore[union-attr]
     q = select(items, sub(restricted))
     if node.keys:
         q = q.group_by(*(group_key(k) for k in node.keys))
@@ -526,14 +553,15 @@ def recompute_sql(node: Aggregate, child_new: exp.Query, change_view: str) -> ex
 
 
 def patch_sql(node: Aggregate, change_view: str, recompute_view: str) -> exp.Select:
-    """The change rows with recomputed MIN/MAX and floating sums where flagged."""
+    """The change rows with recomputed MIN/MAX, floating sums and recomputed aggregates
+    where flagged."""
     lay = layout(node)
     c, r = "_c", "_r"
     items: list[exp.Expr] = []
     patched = {
         "n_" + names[role]: names[role]
         for _, names in lay.aggs
-        for role in ("m", "s")
+        for role in ("m", "s", "v")
         if role in names
     }
     change_cols = (

@@ -229,11 +229,13 @@ def _within_delta_keys(
     changed: Node,
     changed_keys: Sequence[exp.Expr],
     keys: Sequence[exp.Expr],
+    keep_nulls: bool = False,
 ) -> exp.Query:
     """``rel`` (the unchanged side of an inner join term) restricted to the range of the
     changed side's join key: a row outside it equals no changed row's key (and a NULL
     key joins nothing), so the term is the same, and a large side is read only where
-    the change can meet it."""
+    the change can meet it. ``keep_nulls``: rows with a NULL key stay too (a window's
+    NULL partition is a partition like any other)."""
     below = walk_post_order(node)
     scans = [s for s in below if isinstance(s, Scan)]
     if not scans or any(isinstance(m, Aggregate) for m in below):
@@ -246,8 +248,21 @@ def _within_delta_keys(
         bounds = r.sources.delta_bounds(*traced) if traced is not None else None
         if bounds is not None:
             low, high = bounds
-            return select(["*"], sub(rel)).where(exp.Between(this=key.copy(), low=low, high=high))
+            within: exp.Expr = exp.Between(this=key.copy(), low=low, high=high)
+            if keep_nulls:
+                within = exp.or_(within, exp.Is(this=key.copy(), expression=exp.null()))
+            return select(["*"], sub(rel)).where(within)
     return rel
+
+
+def rel_within_change(r: Renderer, node: Node, keys: Sequence[exp.Expr], version: str) -> exp.Query:
+    """``node``'s rows (at ``version``) whose ``keys`` can equal those of its own change
+    (NULL keys kept): where a rule recomputes the groups or partitions its change
+    touches, a large input is then read only within the change's range of a key."""
+    rel = r.rel(node, version)
+    if not keys:
+        return rel
+    return _within_delta_keys(r, rel, node, node, keys, keys, keep_nulls=True)
 
 
 def _trace_to_scan(node: Node, key: exp.Expr) -> tuple[Scan, str] | None:
@@ -448,7 +463,11 @@ def _delta_aggregate(r: Renderer, n: Aggregate) -> exp.Query | None:
 
 def _delta_window(r: Renderer, n: Window) -> exp.Query | None:
     """Recompute the partitions whose keys appear in the input delta (all of it when
-    there is no PARTITION BY): +new partition rows, -old partition rows."""
+    there is no PARTITION BY): +new partition rows, -old partition rows. A large input
+    is read only within the change's range of a partition key (NULL partitions kept), so
+    Iceberg skips the files that hold no partition the change touches: a deduplication
+    (``ROW_NUMBER() OVER (PARTITION BY id ...) = 1``) of new ids reads their files, not
+    the whole history twice."""
     d = r.delta(n.child)
     if d is None:
         return None
@@ -463,9 +482,8 @@ def _delta_window(r: Renderer, n: Window) -> exp.Query | None:
         on = exp.true()
 
     def restricted(version: str) -> exp.Select:
-        inner = select(["*"], sub(r.rel(n.child, version))).join(
-            sub(keys.copy()), on=on.copy(), join_type="left semi"
-        )
+        rel = rel_within_change(r, n.child, n.partition_by, version)
+        inner = select(["*"], sub(rel)).join(sub(keys.copy()), on=on.copy(), join_type="left semi")
         return _window_over(n, inner)
 
     cols = [col(c) for c in n.columns]

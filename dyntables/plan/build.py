@@ -20,7 +20,9 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
 from dyntables.plan import grouping_sets, subquery
+from dyntables.plan.calls import is_aggregate_call, mean_as_avg, recomputable
 from dyntables.plan.ops import (
+    RECOMPUTED,
     AggCall,
     Aggregate,
     Filter,
@@ -627,7 +629,7 @@ class _Builder:
         for part in [*select.expressions, select.args.get("having")]:
             for sq in subquery.scalar_subqueries(part) if part is not None else ():
                 # one in an aggregate's argument is a value of each row, joined below it
-                in_argument = any(_is_aggregate_call(a) for a in _ancestors(sq))
+                in_argument = any(is_aggregate_call(a) for a in _ancestors(sq))
                 (above if aggregating and not in_argument else below).append(sq)
         late: dict[tuple[str, str], tuple[Node, str]] = {}
         outer_aliases = {a for a, _ in scope if a}
@@ -754,7 +756,7 @@ class _Builder:
                 # aggregate, also none inside a window (RANK() OVER (ORDER BY SUM(x)))
                 group_exprs = []
                 for e in exprs:
-                    if any(_is_aggregate_call(n) for n in _own_nodes(e)):
+                    if any(is_aggregate_call(n) for n in _own_nodes(e)):
                         continue
                     if e.find(exp.Window):
                         raise NotIncremental(
@@ -786,15 +788,21 @@ class _Builder:
             for g, kc in zip(group_exprs, key_cols, strict=True):
                 if n == g:
                     return col(kc)
-            if _is_aggregate_call(n) and not isinstance(n, exp.AggFunc):
+            n = mean_as_avg(n)
+            call: AggCall | None = None
+            if recomputable(n):
+                # no running state: the call as written, recomputed for touched groups
+                call = AggCall(RECOMPUTED, self.expr(n, scope), self.fresh())
+            elif is_aggregate_call(n) and not isinstance(n, exp.AggFunc):
                 name = n.name if isinstance(n, exp.Anonymous) else "any"
                 raise NotIncremental(
                     "AGGREGATE_FUNCTION", name.upper(), f"{name.upper()} has no delta rule yet"
                 )
-            if isinstance(n, exp.Filter) and isinstance(n.this, exp.AggFunc):
+            elif isinstance(n, exp.Filter) and isinstance(n.this, exp.AggFunc):
                 n = _filter_into_argument(n)
-            if isinstance(n, exp.AggFunc):
+            if call is None and isinstance(n, exp.AggFunc):
                 call = self._agg_call(n, scope)
+            if call is not None:
                 key = f"{call.func}:{call.arg.sql('spark') if call.arg is not None else ''}"
                 if key not in by_sql:
                     by_sql[key] = call.column
@@ -818,6 +826,9 @@ class _Builder:
         return Aggregate(node, keys, key_cols, tuple(aggs)), out_exprs, having_pred
 
     def _agg_call(self, n: exp.AggFunc, scope: Scope) -> AggCall:
+        if isinstance(n, exp.CountIf) and {k for k, v in n.args.items() if v} == {"this"}:
+            # COUNT_IF(p) counts the rows where p is true: COUNT(CASE WHEN p THEN 1 END)
+            n = exp.Count(this=exp.case().when(n.this.copy(), exp.Literal.number(1)))
         func = _SUPPORTED_AGGS.get(type(n))
         if func is None:
             raise NotIncremental(
@@ -1086,25 +1097,6 @@ def _within(e: exp.Expr, scope: Scope) -> bool:
     return bool(cols) and all((c.table.lower(), c.name.lower()) in scope for c in cols)
 
 
-# Spark's built-in aggregate functions that sqlglot reads as plain calls, and ANY, which
-# it reads as a quantified comparison: without them a global ``SELECT try_sum(x) FROM t``
-# looked like a projection, whose delta rule evaluated it over the changed rows alone
-_ANONYMOUS_AGGREGATES = frozenset(
-    {
-        "every",
-        "some",
-        "std",
-        "mean",
-        "try_sum",
-        "try_avg",
-        "histogram_numeric",
-        "count_min_sketch",
-        "hll_sketch_agg",
-        "hll_union_agg",
-    }
-)
-
-
 def _filter_into_argument(f: exp.Filter) -> exp.AggFunc:
     """``AGG(x) FILTER (WHERE p)`` as ``AGG(CASE WHEN p THEN x END)``: the same value for
     every aggregate with a rule, as they skip NULLs (``COUNT(*)`` counts ``CASE WHEN p
@@ -1122,16 +1114,10 @@ def _filter_into_argument(f: exp.Filter) -> exp.AggFunc:
     return agg
 
 
-def _is_aggregate_call(n: exp.Expr) -> bool:
-    if isinstance(n, (exp.AggFunc, exp.Any)):
-        return True
-    return isinstance(n, exp.Anonymous) and n.name.lower() in _ANONYMOUS_AGGREGATES
-
-
 def _aggregates(e: exp.Expr) -> bool:
     """An aggregate of this SELECT (not one of a subquery, nor a window function)."""
     for n in _own_nodes(e):
-        if _is_aggregate_call(n) and not any(isinstance(p, exp.Window) for p in _ancestors(n)):
+        if is_aggregate_call(n) and not any(isinstance(p, exp.Window) for p in _ancestors(n)):
             return True
     return False
 

@@ -103,7 +103,10 @@ class Join(Node):
         return f"Join {self.kind.upper()}"
 
 
-AGG_FUNCS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct")
+# an aggregate with no running state (STDDEV, MEDIAN, ...): its ``arg`` is the whole call,
+# recomputed for the groups a change touches
+RECOMPUTED = "recomputed"
+AGG_FUNCS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct", RECOMPUTED)
 
 
 @dataclass(frozen=True, eq=False)

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from dyntables.plan.calls import over_no_rows
+
 # the alias the builder gives a scalar subquery's columns in the outer scope; never a
 # table alias of the user's (sqlglot's qualify names sources after their tables)
 SUBQUERY_ALIAS = "__dyntables_sq"
@@ -135,19 +137,15 @@ def scalar_join(query: exp.Expr, outer_aliases: set[str], aggregates: bool) -> S
 
 
 def empty_value(value: exp.Expr) -> exp.Expr | None:
-    """``value`` over no rows: COUNT is 0, any other aggregate NULL; None when that is a
+    """``value`` over no rows: COUNT (COUNT_IF, REGR_COUNT) is 0, any other aggregate
+    (also those sqlglot reads as plain calls, such as TRY_SUM) NULL; None when that is a
     bare NULL (an aggregate other than COUNT), which the LEFT join gives anyway."""
 
-    def over_no_rows(n: exp.Expr) -> exp.Expr:
-        if isinstance(n, exp.Filter) and isinstance(n.this, exp.AggFunc):
-            n = n.this
-        if isinstance(n, exp.Count):
-            return exp.Literal.number(0)
-        if isinstance(n, exp.AggFunc):
-            return exp.null()
-        return n
+    def replaced(n: exp.Expr) -> exp.Expr:
+        empty = over_no_rows(n)
+        return n if empty is None else empty
 
-    empty = value.transform(over_no_rows)  # replaced nodes are not descended into
+    empty = value.transform(replaced)  # replaced nodes are not descended into
     return None if isinstance(empty, exp.Null) else empty
 
 

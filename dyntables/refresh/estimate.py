@@ -81,11 +81,14 @@ class ReadWeigher:
         # a cached change is a leaf the plans cannot count: its capture's reads
         self.estimate: ReadEstimate | None = ReadEstimate(cached_reads, 0, table_rows)
 
-    def weigh(self, delta: str, full: str) -> None:
+    def weigh(self, delta: str, full: str | None) -> None:
+        """``full``: None when the statement ``delta`` reads has no counterpart in a
+        recompute (a recompute of an aggregate's touched groups)."""
         if self.estimate is None:
             return
         try:
-            d, f = planned_rows(self.spark, delta), planned_rows(self.spark, full)
+            d = planned_rows(self.spark, delta)
+            f = planned_rows(self.spark, full) if full is not None else 0
         except Exception:  # a plan shape or Spark version it cannot read: no estimate
             d = f = None
         e = self.estimate

@@ -16,7 +16,7 @@ from dyntables.ivm import aggregate as agg
 from dyntables.ivm.rules import Materialized, Renderer, keeps_inserts_positive
 from dyntables.ivm.sqlb import select
 from dyntables.plan.build import Plan
-from dyntables.plan.ops import Aggregate, Join, Node, Window, walk_post_order
+from dyntables.plan.ops import RECOMPUTED, AggCall, Aggregate, Join, Node, Window, walk_post_order
 from dyntables.refresh.apply import REWRITE_MAX_ROWS, SINGLE_JOB_MAX_ROWS
 from dyntables.refresh.compiled import (
     BoundSources,
@@ -35,7 +35,10 @@ RULES = {
     "Filter": "filter the delta rows",
     "Project": "project the delta rows, keeping weights",
     "UnionAll": "union of the inputs' deltas",
-    "Window": "recompute the partitions whose keys appear in the delta",
+    "Window": (
+        "recompute the partitions whose keys appear in the delta (a large input read"
+        " only within the change's range of a partition key)"
+    ),
 }
 
 
@@ -52,7 +55,7 @@ def _rule(node: Node, rebuilt: frozenset[int] = frozenset()) -> str:
             return f"{node.kind} join: dL filtered by R_new, plus L_old rows whose key gained/lost its match"
         return "inner delta + NULL-padded rows whose key gained/lost its match"
     if isinstance(node, Aggregate):
-        kinds = ", ".join(sorted({c.func.upper() for c in node.aggs})) or "DISTINCT"
+        kinds = ", ".join(sorted({_agg_name(c) for c in node.aggs})) or "DISTINCT"
         if id(node) in rebuilt:
             return (
                 f"new per-group state [{kinds}] = old state + change summed by group;"
@@ -63,6 +66,12 @@ def _rule(node: Node, rebuilt: frozenset[int] = frozenset()) -> str:
             if any(c.func in ("min", "max") for c in node.aggs)
             else ""
         )
+        recomputed = sorted({_agg_name(c) for c in node.aggs if c.func == RECOMPUTED})
+        if recomputed:
+            extra += (
+                f" ({', '.join(recomputed)} recomputed for every touched group: no running"
+                " state undoes a delete)"
+            )
         return f"merge per-group state [{kinds}]; emit -old/+new rows of touched groups{extra}"
     if isinstance(node, Window):
         return (
@@ -71,6 +80,14 @@ def _rule(node: Node, rebuilt: frozenset[int] = frozenset()) -> str:
             else "no PARTITION BY: recompute the single partition on any change"
         )
     return RULES.get(type(node).__name__, "")
+
+
+def _agg_name(call: AggCall) -> str:
+    """COUNT, SUM, ... for the rules with running state; a recomputed call's own name."""
+    if call.func != RECOMPUTED or call.arg is None:
+        return call.func.upper()
+    node = call.arg.this if isinstance(call.arg, exp.Filter) else call.arg
+    return node.sql("spark").split("(", 1)[0].upper()  # as Spark reads it: BOOL_AND
 
 
 def _tree(
@@ -223,10 +240,23 @@ def _auto_rule(plan: Plan) -> str:
         f"FULL instead when the change is at least {share} of sources of {FULL_MIN_ROWS:,}+"
         f" rows ({CHANGE_TOO_LARGE})"
     )
-    if any(isinstance(n, Join) for n in walk_post_order(plan.root)):
+    nodes = walk_post_order(plan.root)
+    readers = (
+        ("a join's delta", any(isinstance(n, Join) for n in nodes)),
+        ("a window's delta", any(isinstance(n, Window) and n.partition_by for n in nodes)),
+        (
+            "an aggregate's recompute of its touched groups",
+            any(
+                isinstance(n, Aggregate) and any(c.func == RECOMPUTED for c in n.aggs)
+                for n in nodes
+            ),
+        ),
+    )
+    what = " or ".join(w for w, present in readers if present)
+    if what:
         text += (
-            f", or when a join's delta would read at least {share} of the rows a recompute"
-            " reads and writes: its change's keys spread over a large unchanged side"
+            f", or when {what} would read at least {share} of the rows a recompute"
+            " reads and writes: its change's keys spread over a large input"
             f" ({DELTA_READS_TOO_MUCH}, weighed from Iceberg's file statistics before each refresh)"
         )
     return text

@@ -13,9 +13,16 @@ from sqlglot import exp
 
 from dyntables.catalog.definition import snapshot_of, table_name_of
 from dyntables.catalog.iceberg import load_table
+from dyntables.engine.checkpoint import frozen, release
 from dyntables.ivm import aggregate as agg
-from dyntables.ivm.cost import join_reads_large_side
-from dyntables.ivm.rules import NEW, Materialized, Renderer, keeps_inserts_positive
+from dyntables.ivm.cost import reads_large_input, recomputes_large_input
+from dyntables.ivm.rules import (
+    NEW,
+    Materialized,
+    Renderer,
+    keeps_inserts_positive,
+    rel_within_change,
+)
 from dyntables.ivm.sqlb import W, alias, raise_error, select, sub
 from dyntables.plan.build import Plan
 from dyntables.plan.ops import Aggregate, Filter, Project
@@ -72,8 +79,20 @@ def incremental_refresh(
     previous = ctx.previous
     assert previous is not None
     cached: list[Any] = []
+    checkpoints: list[Any] = []
     views: list[str] = []
     prefix = f"_dt_{ctx.job_id[-12:]}"
+
+    def keep(df: Any, exactly: bool) -> Any:
+        """``df`` cached, or checkpointed where a recomputation could round otherwise."""
+        if exactly:
+            df = frozen(df)
+            checkpoints.append(df)
+        else:
+            df = df.persist(StorageLevel.MEMORY_AND_DISK)
+            cached.append(df)
+        return df
+
     task_sets = StagedScans(spark, ctx.job_id)
     rewrite: _Rewrite | None = None  # the table rewritten from an aggregate's new state
     try:
@@ -185,8 +204,10 @@ def incremental_refresh(
                     "spark"
                 )
             )
-            change = change.persist(StorageLevel.MEMORY_AND_DISK)
-            cached.append(change)
+            # values that depend on the order of floating-point additions are computed
+            # once: the state and the table must get the same ones (engine/checkpoint.py)
+            rounding = bool(agg.floating_sums(node, state_types)) or agg.recomputes_all(node)
+            change = keep(change, rounding)
             change_view = f"{prefix}_{key}_chg"
             change.createOrReplaceTempView(change_view)
             views.append(change_view)
@@ -195,22 +216,23 @@ def incremental_refresh(
             flags = [
                 f for f in agg.recompute_flags(node) if f in floating or not _is_sum_flag(node, f)
             ]
-            if flags and change.where(" OR ".join(flags)).limit(1).count() > 0:
+            recomputed = change.where(" OR ".join(flags)).count() if flags else 0
+            if recomputed:
                 recompute_view = f"{prefix}_{key}_rec"
                 spark.sql(
-                    agg.recompute_sql(node, renderer.rel(node.child, NEW), change_view).sql("spark")
+                    agg.recompute_sql(
+                        node, rel_within_change(renderer, node.child, node.keys, NEW), change_view
+                    ).sql("spark")
                 ).createOrReplaceTempView(recompute_view)
                 views.append(recompute_view)
-                patched = spark.sql(
-                    agg.patch_sql(node, change_view, recompute_view).sql("spark")
-                ).persist(StorageLevel.MEMORY_AND_DISK)
-                cached.append(patched)
+                patched = keep(
+                    spark.sql(agg.patch_sql(node, change_view, recompute_view).sql("spark")),
+                    rounding,
+                )
                 change_view = f"{prefix}_{key}_chg2"
                 patched.createOrReplaceTempView(change_view)
                 views.append(change_view)
-                ctx.stats[f"{key}.minmax_recomputed_groups"] = patched.where(
-                    " OR ".join(flags)
-                ).count()
+                ctx.stats[f"{key}.recomputed_groups"] = recomputed
             write = _StateWrite(
                 spark,
                 ctx.job_id,
@@ -272,6 +294,8 @@ def incremental_refresh(
     finally:
         for df in cached:
             df.unpersist()
+        for df in checkpoints:
+            release(df)
         for view in views:
             spark.catalog.dropTempView(view)
         if rewrite is not None:
@@ -371,11 +395,14 @@ def _weigh_before_writing(
     refresh stands in for both its values and its change: the change's size hardly
     matters there (no key range reaches through an aggregate, so its join terms read the
     other side whole either way), and overcounting it errs towards recomputing a
-    statement that reads the unchanged side whole anyway."""
+    statement that reads the unchanged side whole anyway. An aggregate that recomputes
+    the groups its change touches (STDDEV, ...) also reads those groups' input again."""
     tops = [n.child for _, n in aggregate_nodes(plan)]
     if not isinstance(plan.root, Aggregate):
         tops.append(plan.root)
-    if not any(join_reads_large_side(t, sources.delta_views, sources.source_rows) for t in tops):
+    deltas, rows = sources.delta_views, sources.source_rows
+    recomputing = [n for _, n in aggregate_nodes(plan) if recomputes_large_input(n, deltas, rows)]
+    if not recomputing and not any(reads_large_input(t, deltas, rows) for t in tops):
         return
     spark = ctx.spark
     cached_reads = sum(
@@ -399,6 +426,10 @@ def _weigh_before_writing(
             delta = renderer.delta(top)
             if delta is not None:
                 weigher.weigh(delta.sql("spark"), renderer.rel(top, NEW).sql("spark"))
+        for node in recomputing:  # the touched groups' input, read again
+            weigher.weigh(
+                rel_within_change(renderer, node.child, node.keys, NEW).sql("spark"), None
+            )
     except Exception:  # a shape the stand-ins cannot render: no estimate, stay incremental
         return
     finally:

@@ -13,10 +13,12 @@ Every FULL carries a stable reason code that the user sees in history and EXPLAI
                               re-added) between the recorded and the current snapshot
   STATE_MISSING               aggregate state is missing (e.g. created by an older version)
   CHANGE_TOO_LARGE            AUTO: the change is a large share of the sources (estimate recorded)
-  DELTA_READS_TOO_MUCH        AUTO: a join's delta would read at least half the rows a
-                              recompute reads and writes (its unchanged side cannot be
-                              pruned to the change's keys); estimated from Iceberg's file
-                              statistics before anything is written (estimate recorded)
+  DELTA_READS_TOO_MUCH        AUTO: a join's (or a partitioned window's) delta would read
+                              at least half the rows a recompute reads and writes (its
+                              unchanged side, or the input the window's changed partitions
+                              lie in, cannot be pruned to the change's keys); estimated from
+                              Iceberg's file statistics before anything is written
+                              (estimate recorded)
   WINDOW_OVER_ALL_ROWS        AUTO: the query ranks all its input rows (a window without
                               PARTITION BY over the sources' rows): any change re-ranks every
                               row, and recomputing reads the input once where the window's

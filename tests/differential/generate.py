@@ -740,9 +740,11 @@ class QueryGen:
 
     def _agg_call(self, scope: Sequence[Ref], tags: set[str]) -> tuple[str, str, bool]:
         ch = self.ch
-        func = pick(ch, ["COUNT(*)", "SUM", "COUNT", "MIN", "MAX", "AVG"])
+        func = pick(ch, ["COUNT(*)", "SUM", "COUNT", "MIN", "MAX", "AVG", "OTHER"])
         if func == "COUNT(*)":
             return "COUNT(*)", BIGINT, True
+        if func == "OTHER":  # no running state: recomputed for the groups a change touches
+            return self._recomputed_call(scope, tags)
         if func in ("SUM", "AVG"):
             typ = self.any_type(scope, (INT, DEC, DBL))
             arg = self.expr(scope, typ, 1)
@@ -758,6 +760,40 @@ class QueryGen:
         if chance(ch, 0.1):
             return f"{func}(DISTINCT {arg})", typ, True
         return f"{func}({arg})", typ, True
+
+    def _recomputed_call(self, scope: Sequence[Ref], tags: set[str]) -> tuple[str, str, bool]:
+        """An aggregate kept whole and recomputed per touched group (STDDEV, MEDIAN,
+        BOOL_AND, ...), or COUNT_IF, which is a COUNT."""
+        ch = self.ch
+        tags.add("recomputed_agg")
+        kind = pick(ch, ["float", "float", "bool", "bits", "try_sum", "corr", "count_if"])
+        if kind == "bool":
+            func = pick(ch, ["BOOL_AND", "BOOL_OR", "EVERY", "SOME"])
+            return f"CAST({func}({self.pred(scope, 0)}) AS INT)", INT, True
+        if kind == "count_if":
+            return f"COUNT_IF({self.pred(scope, 0)})", BIGINT, True
+        if kind == "bits":
+            func = pick(ch, ["BIT_AND", "BIT_OR", "BIT_XOR"])
+            return f"{func}({self.expr(scope, INT, 1)})", INT, True
+        if kind == "try_sum":
+            typ = self.any_type(scope, (INT, DEC))
+            return f"TRY_SUM({self.expr(scope, typ, 1)})", BIGINT if typ == INT else DEC, True
+        typ = self.any_type(scope, (INT, DEC, DBL))
+        x = self.expr(scope, typ, 1)
+        if kind == "corr":
+            func = pick(ch, ["CORR", "COVAR_POP", "REGR_SLOPE", "REGR_COUNT"])
+            y = self.expr(scope, self.any_type(scope, (INT, DBL)), 1)
+            if func == "REGR_COUNT":
+                return f"REGR_COUNT({x}, {y})", BIGINT, True
+            return f"{func}({x}, {y})", DBL, False
+        func = pick(
+            ch, ["STDDEV", "VAR_POP", "VARIANCE", "STDDEV_POP", "MEDIAN", "PERCENTILE", "SKEWNESS"]
+        )
+        if func == "PERCENTILE":
+            return f"PERCENTILE({x}, {pick(ch, ['0.25', '0.5', '0.9'])})", DBL, False
+        if chance(ch, 0.1):
+            return f"{func}(DISTINCT {x})", DBL, False
+        return f"{func}({x})", DBL, False
 
     def having(self, scope: Sequence[Ref]) -> str:
         ch = self.ch

@@ -2,7 +2,8 @@
 PARTITION BY over the sources' own rows re-ranks every row on any change, so its delta
 rule would read the input twice; over an aggregate or a join it keeps its rule, because
 recomputing would rescan the big tables the other rules keep from reading. And which
-joins are worth weighing at refresh time (their delta may read a large unchanged side)."""
+joins and windows are worth weighing at refresh time (a join's delta may read a large
+unchanged side, a partitioned window's the partitions of a large input, twice)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from dyntables.ivm import rules
-from dyntables.ivm.cost import join_reads_large_side
+from dyntables.ivm.cost import reads_large_input
 from dyntables.ivm.rules import ranks_all_rows
 from dyntables.plan.build import build_plan
 from dyntables.plan.ops import Aggregate, Scan, walk_post_order
@@ -81,9 +82,21 @@ def _rows(big: int) -> Callable[[Scan], int | None]:
         ),
         # no join
         ("SELECT k, n FROM t0 WHERE z > 0", {"t0"}, False),
+        # a deduplication of a large table: the partitions the change touches, twice
+        (
+            "SELECT k, n FROM (SELECT k, n, ROW_NUMBER() OVER (PARTITION BY k ORDER BY n) AS r FROM t0) WHERE r = 1",
+            {"t0"},
+            True,
+        ),
+        # ... of a small one, changed, beside a large one unchanged: nothing to weigh
+        (
+            "SELECT k, RANK() OVER (PARTITION BY k ORDER BY s) AS r FROM t1 UNION ALL SELECT k, 1 FROM t0",
+            {"t1"},
+            False,
+        ),
     ],
 )
-def test_auto_weighs_a_join_only_when_a_term_reads_a_large_unchanged_side(
+def test_auto_weighs_a_join_or_window_only_when_its_delta_reads_a_large_input(
     sql: str, changed: set[str], expected: bool
 ) -> None:
     plan = build_plan(sql, SCHEMA, qualify)
@@ -92,7 +105,7 @@ def test_auto_weighs_a_join_only_when_a_term_reads_a_large_unchanged_side(
     tops = [plan.root] + [n.child for n in walk_post_order(plan.root) if isinstance(n, Aggregate)]
 
     def weighed(rows: Callable[[Scan], int | None]) -> bool:
-        return any(join_reads_large_side(top, names, rows) for top in tops)
+        return any(reads_large_input(top, names, rows) for top in tops)
 
     assert weighed(_rows(rules.PRUNE_MIN_ROWS)) is expected
     # below the pruning size nothing is weighed

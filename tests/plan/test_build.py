@@ -9,6 +9,7 @@ from sqlglot import exp
 
 from dyntables.plan.build import NotIncremental, build_plan
 from dyntables.plan.ops import (
+    RECOMPUTED,
     Aggregate,
     Filter,
     Join,
@@ -179,13 +180,15 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
             "SELECT * FROM t1 WHERE window(CAST(s AS TIMESTAMP), '1 hour').start > '2024-01-01'",
             "TIME_WINDOW",
         ),
-        # aggregates sqlglot reads as plain calls: not a projection, whose delta rule would
-        # aggregate the changed rows alone
-        ("SELECT try_sum(n) AS s FROM t0", "AGGREGATE_FUNCTION"),
-        ("SELECT every(n > 0) AS e, std(n) AS sd FROM t0", "AGGREGATE_FUNCTION"),
+        # ANY, which sqlglot reads as a quantified comparison: not a projection, whose
+        # delta rule would aggregate the changed rows alone
         ("SELECT any(n > 0) AS e FROM t0", "AGGREGATE_FUNCTION"),
-        ("SELECT k, some(n > 0) AS e FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
-        ("SELECT k, std(k) AS e FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
+        # aggregates whose value depends on the rows' order or on ties, approximate ones
+        ("SELECT k, first(n) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
+        ("SELECT k, collect_list(n) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
+        ("SELECT k, max_by(n, z) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
+        ("SELECT k, mode(n) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
+        ("SELECT k, approx_count_distinct(n) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
         # generators: one row in, several rows (and for some several columns) out
         ("SELECT k, explode(sequence(1, n)) AS i FROM t0", "GENERATOR"),
         (
@@ -452,3 +455,40 @@ def test_intersect_and_except_group_both_sides_united(op: str, right_rows: type)
     assert isinstance(groups.child, UnionAll) and len(groups.child.inputs) == 2
     left_rows, other = kept.predicate.flatten()
     assert isinstance(left_rows, exp.GT) and isinstance(other, right_rows)
+
+
+def test_aggregates_without_running_state_are_recomputed_as_written() -> None:
+    """STDDEV, BOOL_AND, PERCENTILE, ... keep no state that undoes a delete: each is kept
+    whole (FILTER included, columns renamed) and recomputed for the groups a change
+    touches. COUNT_IF and MEAN are a COUNT and an AVG, with their running state."""
+    plan = build_plan(
+        "SELECT k, stddev(n) AS sd, bool_and(n > 0) FILTER (WHERE z > 1) AS b, "
+        "percentile(n, 0.5) AS p, try_sum(z) AS t, corr(n, z) AS c, "
+        "count_if(n > 2) AS ci, mean(n) AS m FROM t0 GROUP BY k",
+        SCHEMA,
+        qualify,
+    )
+    (node,) = [n for n in walk_post_order(plan.root) if isinstance(n, Aggregate)]
+    funcs = [a.func for a in node.aggs]
+    assert funcs == [RECOMPUTED] * 5 + ["count", "avg"]
+    written = [a.arg.sql("spark") for a in node.aggs[:5] if a.arg is not None]
+    assert written[0].startswith("STDDEV(")
+    assert "FILTER(WHERE" in written[1] and written[1].startswith("BOOL_AND(")
+    assert written[2].startswith("PERCENTILE(") and written[2].endswith(", 0.5)")
+    assert written[3].upper().startswith("TRY_SUM(")
+    assert written[4].startswith("CORR(")
+    assert all("t0." not in w for w in written)  # columns are the plan's own
+
+
+def test_mean_and_count_if_keep_their_filter() -> None:
+    plan = build_plan(
+        "SELECT k, mean(n) FILTER (WHERE z > 1) AS m, count_if(n > 2) FILTER (WHERE z > 0) AS c "
+        "FROM t0 GROUP BY k",
+        SCHEMA,
+        qualify,
+    )
+    (node,) = [n for n in walk_post_order(plan.root) if isinstance(n, Aggregate)]
+    assert [a.func for a in node.aggs] == ["avg", "count"]
+    avg_arg, count_arg = (a.arg.sql("spark") for a in node.aggs if a.arg is not None)
+    assert avg_arg.startswith("CASE WHEN") and "> 1" in avg_arg
+    assert "> 0" in count_arg and "> 2" in count_arg

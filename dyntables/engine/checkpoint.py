@@ -1,0 +1,27 @@
+"""Intermediate results every later statement of a refresh must read the same.
+
+A cached frame (``persist``) is not enough where its values depend on the order in
+which Spark adds floating-point numbers (a DOUBLE sum, a STDDEV recomputed): writing a
+table recaches every cached plan that reads it, and the recomputation can round the last
+bit differently. An aggregate's change reads its state table and the refresh writes
+that table, so the state could keep one rounding and the dynamic table another, and
+the next refresh finds the table and its state disagreeing. A local checkpoint is
+computed once and has no plan left to recompute; its blocks stay on the executors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def frozen(df: Any) -> Any:
+    """``df`` computed now, once, and kept (a local checkpoint)."""
+    return df.localCheckpoint(eager=True)
+
+
+def release(df: Any) -> None:
+    """Drop a :func:`frozen` frame's blocks now rather than when the JVM collects it."""
+    try:
+        df._jdf.queryExecution().analyzed().rdd().unpersist(False)
+    except Exception:  # noqa: BLE001 - Spark's context cleaner drops them later anyway
+        pass

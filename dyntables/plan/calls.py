@@ -1,0 +1,127 @@
+"""Which calls are aggregates, and what the compiler does with each kind, pure.
+
+sqlglot models most of Spark's aggregate functions as ``exp.AggFunc`` subclasses; some
+it reads as plain calls (``try_sum``, ``every``, ...) and ANY as a quantified
+comparison. The builder must know them all: a plain call taken for a scalar function
+would be evaluated over the changed rows alone.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+# Spark's built-in aggregate functions that sqlglot reads as plain calls, and ANY, which
+# it reads as a quantified comparison: without them a global ``SELECT try_sum(x) FROM t``
+# looked like a projection, whose delta rule evaluated it over the changed rows alone
+ANONYMOUS_AGGREGATES = frozenset(
+    {
+        "every",
+        "some",
+        "std",
+        "mean",
+        "try_sum",
+        "try_avg",
+        "histogram_numeric",
+        "count_min_sketch",
+        "hll_sketch_agg",
+        "hll_union_agg",
+    }
+)
+
+# Aggregates with no running state that undoes a delete (a variance, a median, an AND),
+# whose value depends only on the group's rows (not their order, as FIRST or
+# COLLECT_LIST do, nor ties, as MAX_BY or MODE do): kept per group in the state and
+# recomputed from the current input for every group the change touches (see
+# ivm/aggregate.py). Each with the arguments sqlglot models (a call with others set is
+# refused, not computed without them).
+RECOMPUTED_AGGS: dict[type[exp.Expr], frozenset[str]] = {
+    **{
+        t: frozenset({"this"})
+        for t in (
+            exp.Stddev,
+            exp.StddevSamp,
+            exp.StddevPop,
+            exp.Variance,
+            exp.VariancePop,
+            exp.Skewness,
+            exp.Kurtosis,
+            exp.LogicalAnd,
+            exp.LogicalOr,
+            exp.BitwiseAndAgg,
+            exp.BitwiseOrAgg,
+            exp.BitwiseXorAgg,
+            exp.Median,
+        )
+    },
+    **{
+        t: frozenset({"this", "expression"})
+        for t in (
+            exp.Corr,
+            exp.CovarPop,
+            exp.CovarSamp,
+            exp.RegrAvgx,
+            exp.RegrAvgy,
+            exp.RegrCount,
+            exp.RegrIntercept,
+            exp.RegrR2,
+            exp.RegrSlope,
+            exp.RegrSxx,
+            exp.RegrSxy,
+            exp.RegrSyy,
+        )
+    },
+    exp.Quantile: frozenset({"this", "quantile"}),
+}
+# the same, among the aggregates sqlglot reads as plain calls: name -> arguments
+RECOMPUTED_CALLS = {"std": 1, "every": 1, "some": 1, "try_sum": 1, "try_avg": 1}
+
+# aggregates whose value over no rows is 0, not NULL
+COUNTS = (exp.Count, exp.CountIf, exp.RegrCount, exp.ApproxDistinct)
+
+
+def is_aggregate_call(n: exp.Expr) -> bool:
+    if isinstance(n, (exp.AggFunc, exp.Any)):
+        return True
+    return isinstance(n, exp.Anonymous) and n.name.lower() in ANONYMOUS_AGGREGATES
+
+
+def mean_as_avg(n: exp.Expr) -> exp.Expr:
+    """Spark's ``MEAN(x)`` (a plain call to sqlglot) is ``AVG(x)``, with AVG's rule."""
+    inner = n.this if isinstance(n, exp.Filter) else n
+    if not (
+        isinstance(inner, exp.Anonymous)
+        and inner.name.lower() == "mean"
+        and len(inner.expressions) == 1
+    ):
+        return n
+    avg = exp.Avg(this=inner.expressions[0].copy())
+    if inner is n:
+        return avg
+    wrapped = n.copy()
+    wrapped.set("this", avg)
+    return wrapped
+
+
+def recomputable(n: exp.Expr) -> bool:
+    """An aggregate call (``FILTER (WHERE ...)`` included) recomputed per touched group:
+    one of RECOMPUTED_AGGS / RECOMPUTED_CALLS with exactly the arguments sqlglot
+    models, so the SQL generated from it is the call as written."""
+    if isinstance(n, exp.Filter):
+        n = n.this
+    if isinstance(n, exp.Anonymous):
+        expected = RECOMPUTED_CALLS.get(n.name.lower())
+        return expected is not None and len(n.expressions) == expected
+    allowed = RECOMPUTED_AGGS.get(type(n))
+    if allowed is None:
+        return False
+    given = {k for k, v in n.args.items() if v is not None and v is not False}
+    return "this" in given and given <= allowed
+
+
+def over_no_rows(n: exp.Expr) -> exp.Expr | None:
+    """An aggregate call's value over no rows (0 for the counts, else NULL); None for an
+    expression that is not an aggregate call."""
+    agg = n.this if isinstance(n, exp.Filter) else n
+    if not is_aggregate_call(agg):
+        return None
+    return exp.Literal.number(0) if isinstance(agg, COUNTS) else exp.null()
