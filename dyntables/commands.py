@@ -149,7 +149,10 @@ class Commands:
                 raise TableExistsError(
                     f"dynamic table {name} already exists; use CREATE OR REPLACE DYNAMIC TABLE to change it"
                 )
-        query = parse_query(stmt.query)
+        try:
+            query = parse_query(stmt.query)
+        except UnsupportedQueryError as exc:
+            raise UnsupportedQueryError(f"dynamic table {name}: {exc.message}") from exc
         check_deterministic(query, str(name))
         sources = source_tables(query, self.lh.qualify)
         if name in sources:

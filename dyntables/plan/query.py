@@ -12,7 +12,8 @@ from collections.abc import Callable, Mapping
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError
+from sqlglot.errors import ErrorLevel, ParseError, UnsupportedError
+from sqlglot.tokens import Tokenizer, TokenType
 
 from dyntables.errors import NonDeterministicQueryError, SqlSyntaxError, UnsupportedQueryError
 from dyntables.sql.tokens import TableName
@@ -103,7 +104,61 @@ def parse_query(text: str) -> exp.Query:
             "a dynamic table is defined by one SELECT query (AS SELECT ...); "
             f"got: {' '.join(text.split())[:80]}"
         )
+    _check_written_back(text, trees[0])
     return trees[0]
+
+
+# Calls sqlglot parses with fewer arguments than Spark takes, dropping the rest without a
+# word: name -> the arguments it keeps
+_TRUNCATED_CALLS = {"percentile": 2}
+
+
+def _check_written_back(text: str, tree: exp.Query) -> None:
+    """Every refresh runs the query as sqlglot writes it back, so a construct it would
+    write back with another meaning is refused here, with what to write instead, rather
+    than computed wrong: PERCENTILE_CONT/PERCENTILE_DISC ... WITHIN GROUP (written back
+    as PERCENTILE_APPROX), PERCENTILE's frequency (dropped at parse), and whatever the
+    Spark generator reports it cannot express (TO_CHAR's format, ...)."""
+    problem: str | None = None
+    if tree.find(exp.WithinGroup) is not None:
+        problem = (
+            "PERCENTILE_CONT / PERCENTILE_DISC ... WITHIN GROUP (ORDER BY x) would be computed "
+            "as PERCENTILE_APPROX; write PERCENTILE(x, p) (exact, interpolated like "
+            "PERCENTILE_CONT; PERCENTILE(x, 1 - p) for ORDER BY x DESC)"
+        )
+    for name, kept in _TRUNCATED_CALLS.items():
+        if problem is None and _max_arguments(text, name) > kept:
+            problem = f"{name.upper()} with more than {kept} arguments would lose the others"
+    if problem is None:
+        try:
+            tree.sql("spark", unsupported_level=ErrorLevel.RAISE)
+        except UnsupportedError as exc:
+            problem = f"{str(exc).splitlines()[0]}; write the query without it"
+    if problem is not None:
+        raise UnsupportedQueryError(
+            f"dynamic tables cannot run this query as written yet: {problem}"
+        )
+
+
+def _max_arguments(text: str, name: str) -> int:
+    """The most arguments any call of function ``name`` has in ``text`` (0: none)."""
+    tokens = Tokenizer().tokenize(text) if name in text.lower() else []
+    most = 0
+    for i, token in enumerate(tokens[:-1]):
+        if token.text.lower() != name or tokens[i + 1].token_type != TokenType.L_PAREN:
+            continue
+        depth, count = 0, 1
+        for t in tokens[i + 1 :]:
+            if t.token_type in (TokenType.L_PAREN, TokenType.L_BRACKET):
+                depth += 1
+            elif t.token_type in (TokenType.R_PAREN, TokenType.R_BRACKET):
+                depth -= 1
+                if depth == 0:
+                    break
+            elif t.token_type == TokenType.COMMA and depth == 1:
+                count += 1
+        most = max(most, count)
+    return most
 
 
 def table_name(table: exp.Table) -> TableName:

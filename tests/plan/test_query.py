@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from dyntables.errors import UnsupportedQueryError
 from dyntables.plan.query import parse_query, pin_sources, scoped_names, source_tables
 from dyntables.sql.tokens import TableName
 
@@ -103,3 +104,40 @@ def test_a_hint_names_a_relation_not_a_table_to_pin() -> None:
         "SELECT /*+ BROADCAST(t1) */ t0.k FROM `lakehouse`.`public`.`t0` VERSION AS OF 7 AS t0 "
         "JOIN `lakehouse`.`public`.`t1` VERSION AS OF 7 AS t1 ON t0.k = t1.k"
     )
+
+
+@pytest.mark.parametrize(
+    ("sql", "says"),
+    [
+        # sqlglot writes these back as PERCENTILE_APPROX
+        (
+            "SELECT k, percentile_cont(0.5) WITHIN GROUP (ORDER BY v) AS p FROM t GROUP BY k",
+            "PERCENTILE(x, p)",
+        ),
+        ("SELECT percentile_disc(0.2) WITHIN GROUP (ORDER BY v DESC) AS p FROM t", "WITHIN GROUP"),
+        # ... drops PERCENTILE's frequency at parse
+        ("SELECT percentile(v, 0.5, n) AS p FROM t", "PERCENTILE with more than 2 arguments"),
+        (
+            "SELECT k FROM t WHERE v > (SELECT percentile(v, array(0.5, 0.9), 2)[0] FROM t)",
+            "PERCENTILE",
+        ),
+        # ... writes TO_CHAR(x, fmt) back as CAST(x AS STRING)
+        ("SELECT to_char(v, '999.99') AS s FROM t", "'format' is not supported"),
+    ],
+)
+def test_a_query_sqlglot_would_write_back_otherwise_is_refused(sql: str, says: str) -> None:
+    with pytest.raises(UnsupportedQueryError) as err:
+        parse_query(sql)
+    assert says in err.value.message
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT percentile(v, 0.5) AS p, percentile_approx(v, 0.5, 100) AS a FROM t",
+        "SELECT k, first(v, true) AS f, date_format(d, 'yyyy') AS y FROM t GROUP BY k, d",
+        "SELECT 'percentile(a, b, c)' AS s, percentile(v, 0.25) AS p FROM t",
+    ],
+)
+def test_what_sqlglot_writes_back_as_written_is_accepted(sql: str) -> None:
+    parse_query(sql)

@@ -18,9 +18,11 @@ from dyntables.errors import (
     TableExistsError,
     TableNotFoundError,
     UndropError,
+    UnsupportedQueryError,
     UseDropDynamicTableError,
 )
 from tests.conftest import rows
+from tests.oracle import assert_oracle
 
 
 @pytest.fixture
@@ -95,6 +97,26 @@ def test_non_deterministic_functions_are_refused_at_create(
         lh.sql(f"CREATE DYNAMIC TABLE {name} AS SELECT k, {expression} AS x FROM {src}")
     assert function in err.value.message.upper() and "literal" in err.value.message
     assert lh.sql(f"SHOW TABLES LIKE '{name}'").count() == 0
+
+
+def test_a_query_sqlglot_would_write_back_otherwise_is_refused_at_create(
+    lh: Lakehouse, pipeline, unique
+) -> None:
+    """Spark answers PERCENTILE_CONT exactly; sqlglot writes it back as PERCENTILE_APPROX,
+    which every refresh would have computed instead: refused, saying what to write."""
+    src, _ = pipeline
+    name = unique("median")
+    with pytest.raises(UnsupportedQueryError) as err:
+        lh.sql(
+            f"CREATE DYNAMIC TABLE {name} AS SELECT k, "
+            f"percentile_cont(0.5) WITHIN GROUP (ORDER BY v) AS m FROM {src} GROUP BY k"
+        )
+    assert name in err.value.message and "PERCENTILE(x, p)" in err.value.message
+    assert lh.sql(f"SHOW TABLES LIKE '{name}'").count() == 0
+    lh.sql(
+        f"CREATE DYNAMIC TABLE {name} AS SELECT k, percentile(v, 0.5) AS m FROM {src} GROUP BY k"
+    )
+    assert_oracle(lh, name)
 
 
 def test_unknown_source_and_bad_sql_leave_nothing_behind(lh: Lakehouse, unique) -> None:
