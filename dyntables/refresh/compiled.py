@@ -68,6 +68,9 @@ class BoundSources:
     renderer: Renderer | None = None
     # EXPLAIN: delta views are names, not views; bounds render as placeholders
     symbolic: bool = False
+    # EXPLAIN: a renderer whose aggregates are real relations (their recorded state), to
+    # ask Spark for column types where the symbolic one names views that do not exist
+    types_renderer: Renderer | None = None
 
     def scan_rel(self, scan: Scan, version: str) -> exp.Query:
         snapshot = (self.old if version == OLD else self.new)[str(scan.table)]
@@ -121,8 +124,9 @@ class BoundSources:
 
     def column_types(self, node: Node) -> Mapping[str, str]:
         if id(node) not in self._types:
-            assert self.renderer is not None
-            schema = self.spark.sql(self.renderer.rel(node, NEW).sql("spark")).schema
+            renderer = self.types_renderer or self.renderer
+            assert renderer is not None
+            schema = self.spark.sql(renderer.rel(node, NEW).sql("spark")).schema
             self._types[id(node)] = {f.name: f.dataType.simpleString() for f in schema.fields}
         return self._types[id(node)]
 

@@ -21,6 +21,7 @@ from dyntables.refresh.apply import REWRITE_MAX_ROWS, SINGLE_JOB_MAX_ROWS
 from dyntables.refresh.compiled import (
     BoundSources,
     aggregate_nodes,
+    avg_types,
     delta_output_sql,
     output_sql,
     table_ref,
@@ -155,6 +156,8 @@ def explain(planner: Planner, dt: DynamicTableDef) -> list[tuple[str, str]]:
             select(["*"], exp.to_table(f"{key}_delta")),
         )
     if state is not None:
+        sources.types_renderer = _typing_renderer(spark, plan, sources, state)
+    if state is not None:
         for src, version in sorted(state.sources.items()):
             rows.append(
                 (
@@ -189,6 +192,23 @@ def explain(planner: Planner, dt: DynamicTableDef) -> list[tuple[str, str]]:
     partitioned = bool(table.partition_fields()) if table is not None else False
     rows.append(("apply", _apply_rule(plan, table_rows, partitioned)))
     return rows
+
+
+def _typing_renderer(
+    spark: Any, plan: Plan, sources: BoundSources, state: RefreshState
+) -> Renderer | None:
+    """A renderer whose aggregates are their recorded state, finalized: the types of
+    an outer join's NULL-padded columns above an aggregate come from it (the EXPLAIN
+    renderer's ``aggN_new`` views do not exist)."""
+    typing = Renderer(sources)
+    for key, node in aggregate_nodes(plan):
+        info = state.state_tables.get(key)
+        if info is None:
+            return None
+        recorded = select(["*"], table_ref(table_name_of(info), snapshot_of(info)))
+        value = agg.finalized(node, recorded, avg_types(spark, typing, node))
+        typing.materialized[id(node)] = Materialized(value, value.copy(), None)
+    return typing
 
 
 def _state_stages(

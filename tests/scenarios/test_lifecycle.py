@@ -324,6 +324,17 @@ def test_show_and_describe(lh: Lakehouse, pipeline) -> None:
     assert any(
         item == "operator" and "Join LEFT" in d and "matched again" in d for item, d in lines
     )
+    # an outer join over an aggregate (a correlated scalar subquery): the NULL-padded
+    # rows take their types from the aggregate's recorded state (EXPLAIN failed here
+    # with TABLE_OR_VIEW_NOT_FOUND for the aggregate's symbolic view)
+    counted = f"{dt}_counted"
+    lh.sql(
+        f"CREATE DYNAMIC TABLE {counted} AS SELECT a.k, "
+        f"(SELECT COUNT(*) FROM {src} AS b WHERE b.k = a.k AND b.v > 1) AS n FROM {src} AS a"
+    )
+    lines = [(r.item, r.detail) for r in lh.sql(f"EXPLAIN DYNAMIC TABLE {counted}").collect()]
+    assert ("decision", "INCREMENTAL") in lines
+    assert any(item == "delta sql" and "agg0_delta" in d for item, d in lines)
 
 
 def test_a_failed_refresh_is_in_history_and_loses_nothing(lh: Lakehouse, unique) -> None:
