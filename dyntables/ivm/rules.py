@@ -69,11 +69,22 @@ class Sources(Protocol):
 
 
 class Renderer:
+    """Renders rel/delta SQL of plan nodes. ``share``: given a delta's SQL, a query that
+    reads it computed once (the refresh caches it); used for the inputs of outer, semi
+    and anti joins, whose rules read their input's delta twice: without it, a chain of
+    n such joins repeats the bottom delta 2^n times (a 4-way LEFT JOIN chain: 38 KB of
+    SQL, 5-15 s to plan for 10 rows)."""
+
     def __init__(
-        self, sources: Sources, materialized: Mapping[int, Materialized] | None = None
+        self,
+        sources: Sources,
+        materialized: Mapping[int, Materialized] | None = None,
+        share: Callable[[exp.Query], exp.Query] | None = None,
     ) -> None:
         self.sources = sources
         self.materialized = dict(materialized or {})
+        self.share = share
+        self._shared: dict[int, exp.Query | None] = {}
 
     def rel(self, node: Node, version: str) -> exp.Query:
         if id(node) in self.materialized:
@@ -85,7 +96,20 @@ class Renderer:
         if id(node) in self.materialized:
             d = self.materialized[id(node)].delta
             return d.copy() if d is not None else None
+        if id(node) in self._shared:
+            shared = self._shared[id(node)]
+            return shared.copy() if shared is not None else None
         return DELTA_RULES[type(node)](self, node)
+
+    def delta_read_twice(self, node: Node) -> None:
+        """``node``'s delta is about to be read by two terms: computed once if it is a
+        join's (a scan's is a cached change already, a filter's or projection's cheap)."""
+        if self.share is None or id(node) in self._shared or id(node) in self.materialized:
+            return
+        if not isinstance(node, Join | UnionAll | Window):
+            return
+        d = self.delta(node)
+        self._shared[id(node)] = self.share(d) if d is not None else None
 
 
 # -- full relations ------------------------------------------------------------------------
@@ -439,7 +463,39 @@ def _matches(
     return _match_terms(r, left, right, lkeys, rkeys, anti)
 
 
+def _one_side_outer(r: Renderer, n: Join) -> exp.Query | None:
+    """An outer join whose other side did not change is linear in the preserved side:
+    d(L LEFT JOIN R) = dL LEFT JOIN R when R is unchanged (a fact table's new rows
+    against its dimensions), one term where the general rule has two (and a chain of
+    them would read the bottom delta 2^n times). None when the rule does not apply."""
+    if n.kind == "left":
+        kept, other, keys, other_keys = n.left, n.right, n.left_keys, n.right_keys
+    elif n.kind == "right":
+        kept, other, keys, other_keys = n.right, n.left, n.right_keys, n.left_keys
+    else:
+        return None
+    if r.delta(other) is not None:
+        return None
+    d_kept = r.delta(kept)
+    if d_kept is None:
+        return None
+    other_rel = r.rel(other, NEW)
+    if n.prunable:
+        other_rel = _within_delta_keys(r, other_rel, other, kept, keys, other_keys)
+    cols = [col(c) for c in n.left.columns + n.right.columns] + [col(W)]
+    left, right = (
+        (sub(d_kept), sub(other_rel)) if n.kind == "left" else (sub(other_rel), sub(d_kept))
+    )
+    return select(cols, left).join(right, on=_join_condition(n), join_type=n.kind)
+
+
 def _delta_join(r: Renderer, n: Join) -> exp.Query | None:
+    one_sided = _one_side_outer(r, n)
+    if one_sided is not None:
+        return one_sided
+    if n.kind != "inner":  # the inner and match terms each read an input's delta
+        r.delta_read_twice(n.left)
+        r.delta_read_twice(n.right)
     if n.kind in ("semi", "anti"):
         parts = _matches(r, n, n.left, n.right, n.left_keys, n.right_keys, n.kind == "anti")
         return union_all(parts) if parts else None

@@ -134,7 +134,15 @@ def incremental_refresh(
             new={k: v.snapshot for k, v in ctx.pinned.items()},
             delta_views=delta_views,
         )
-        renderer = Renderer(sources)
+
+        def share(delta: exp.Query) -> exp.Query:
+            """A join's delta two rules above read: computed once, cached."""
+            view = f"{prefix}_shared{len(views)}"
+            keep(spark.sql(delta.sql("spark")), exactly=False).createOrReplaceTempView(view)
+            views.append(view)
+            return select(["*"], exp.to_table(view))
+
+        renderer = Renderer(sources, share=share)
         sources.renderer = renderer
         if recompute_if is not None:
             _weigh_before_writing(ctx, plan, captures, sources, states, recompute_if)

@@ -60,6 +60,10 @@ QUERIES = {
     "left_join_filtered_right": "SELECT o.id, p.cat FROM {o} o LEFT JOIN {p} p ON o.p = p.p AND p.brand <> 'y'",
     "right_join": "SELECT o.id, p.p, p.cat FROM {o} o RIGHT JOIN {p} p ON o.p = p.p",
     "full_join": "SELECT o.id, o.p AS op, p.p AS pp, p.cat FROM {o} o FULL OUTER JOIN {p} p ON o.p = p.p",
+    # a chain (the lower join's delta read twice, so computed once), one side at a time
+    # unchanged (then a LEFT JOIN's delta is its kept side's delta LEFT JOIN the other)
+    "left_join_chain": "SELECT o.id, p.cat, q.brand, r.p AS rp FROM {o} o LEFT JOIN {p} p ON o.p = p.p "
+    "LEFT JOIN {p} q ON p.cat = q.cat AND q.brand IS NOT NULL RIGHT JOIN {p} r ON r.p = o.p",
     "exists": "SELECT o.id, o.k FROM {o} o WHERE EXISTS (SELECT 1 FROM {p} p WHERE p.p = o.p AND p.cat <> 'N')",
     "not_exists": "SELECT o.id, o.k FROM {o} o WHERE NOT EXISTS (SELECT 1 FROM {p} p WHERE p.p = o.p)",
     "in_subquery": "SELECT o.id FROM {o} o WHERE o.p IN (SELECT p FROM {p} WHERE brand IS NOT NULL)",
