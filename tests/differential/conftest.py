@@ -8,6 +8,8 @@ import pytest
 from tests.differential.harness import Harness, Stats
 
 STATS = Stats()
+# (seconds, scenario) of the quick profile's runs, for the summary: where its time goes
+TIMES: list[tuple[float, str]] = []
 
 
 @pytest.fixture(scope="session")
@@ -25,6 +27,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # ty
         f"NO_DATA {s.modes['NO_DATA']}, injected failures {s.modes['faults']}), {s.mismatches} mismatches, "
         f"{s.known_bugs} known bugs reproduced, {s.seconds:.0f} s"
     )
+    if TIMES:
+        slowest = ", ".join(f"{name} {sec:.0f} s" for sec, name in sorted(TIMES)[::-1][:5])
+        terminalreporter.write_line(f"differential: slowest scenarios: {slowest}")
     if config.getoption("verbose") > 0:
         terminalreporter.write_line(
             "differential time by step: "

@@ -65,6 +65,7 @@ def quick_results(lh) -> dict[str, Result]:  # type: ignore[no-untyped-def]
         done = list(pool.map(run, runs))
     results: dict[str, Result] = {}
     for key, stats, result in done:
+        conftest.TIMES.append((result.seconds, key))
         if result.scenario.bug:  # a known bug: its failures are not new mismatches of this run
             conftest.STATS.known_bugs += 0 if result.ok else 1
         else:
