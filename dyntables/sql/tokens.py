@@ -7,6 +7,7 @@ raw text of a sub-clause (the AS <select>, a WHERE condition) can be sliced out.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 from sqlglot.dialects.spark import Spark
@@ -22,12 +23,18 @@ class _Tokenizer(Spark.Tokenizer):
     COMMANDS: set[TokenType] = set()  # type: ignore[misc]
 
 
-_TOKENIZER = _Tokenizer(dialect=Spark())
+# A tokenizer keeps the text it is reading in its own fields: one per thread, or two
+# statements read at once (the scheduler's refresh threads, a user's threads sharing a
+# Lakehouse) read each other's text.
+_TOKENIZERS = threading.local()
 
 
 def tokenize(text: str) -> list[Token]:
+    tokenizer = getattr(_TOKENIZERS, "tokenizer", None)
+    if tokenizer is None:
+        tokenizer = _TOKENIZERS.tokenizer = _Tokenizer(dialect=Spark())
     try:
-        return list(_TOKENIZER.tokenize(text))
+        return list(tokenizer.tokenize(text))
     except TokenError as exc:
         raise SqlSyntaxError(f"cannot read SQL: {str(exc).splitlines()[0]}") from exc
 
