@@ -103,10 +103,14 @@ class Renderer:
 
     def delta_read_twice(self, node: Node) -> None:
         """``node``'s delta is about to be read by two terms: computed once if it is a
-        join's (a scan's is a cached change already, a filter's or projection's cheap)."""
+        join's, union's or window's, or a projection or filter over one (a scan's is a
+        cached change already, a filter's or projection's over a scan cheap)."""
         if self.share is None or id(node) in self._shared or id(node) in self.materialized:
             return
-        if not isinstance(node, Join | UnionAll | Window):
+        below = node
+        while isinstance(below, Project | Filter):  # decorrelated subqueries put these between
+            below = below.child
+        if not isinstance(below, Join | UnionAll | Window) or id(below) in self.materialized:
             return
         d = self.delta(node)
         self._shared[id(node)] = self.share(d) if d is not None else None
