@@ -63,7 +63,7 @@ _THRESHOLDS = threading.Lock()
 
 @contextlib.contextmanager
 def _thresholds_of(large: int) -> Iterator[None]:
-    """apply's thresholds as ``_as_if_large`` chose, restored afterwards. A scenario
+    """apply's thresholds as ``as_if_large`` chose, restored afterwards. A scenario
     that is not large leaves them alone (and may run while another holds them changed:
     it then takes the large paths too, which its oracle checks just as well)."""
     if not large:
@@ -84,7 +84,7 @@ def _thresholds_of(large: int) -> Iterator[None]:
             ) = saved
 
 
-def _as_if_large(scenario: Scenario) -> int:
+def as_if_large(scenario: Scenario) -> int:
     """Whether the scenario's deltas are applied as to a table too large to rewrite
     (MERGE, or an overwrite of the partitions a delta removes rows from; 2: the
     partitions are overwritten however many files they hold): one scenario in two,
@@ -131,7 +131,7 @@ class Stats:
     compiler_codes: Counter[str] = field(default_factory=Counter)
     shapes: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     # scenarios applying deltas as to a large table (MERGE, partition overwrite), and
-    # dynamic tables created partitioned (see _as_if_large, _layout)
+    # dynamic tables created partitioned (see as_if_large, _layout)
     large: int = 0
     partitioned: int = 0
     seconds: float = 0.0
@@ -343,7 +343,7 @@ class Harness:
         self.registry = lh.commands.registry
         self.stats = stats if stats is not None else Stats()
         self.log = log or (lambda _msg: None)
-        self.large = 0  # the running scenario's _as_if_large
+        self.large = 0  # the running scenario's as_if_large
         self.oracle = lh.spark.newSession()  # temp views pinning sources live here only
         self.oracle.sql(f"USE `{lh.catalog}`.`{lh.namespace}`")
 
@@ -362,7 +362,7 @@ class Harness:
         def rename(text: str) -> str:
             return pattern.sub(lambda m: f"{m.group(1)}_{token}", text) if pattern else text
 
-        large = self.large = _as_if_large(scenario)
+        large = self.large = as_if_large(scenario)
         self.stats.large += bool(large)
         with _thresholds_of(large):
             try:

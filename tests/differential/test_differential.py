@@ -16,7 +16,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -32,7 +34,7 @@ from tests.differential.generate import (
     quick_scenarios,
     scenarios,
 )
-from tests.differential.harness import Harness, Result, Stats
+from tests.differential.harness import Harness, Result, Stats, as_if_large
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(__file__).with_name("scenarios")
@@ -61,8 +63,7 @@ def quick_results(lh) -> dict[str, Result]:  # type: ignore[no-untyped-def]
         stats = Stats()
         return item[0], stats, Harness(lh, stats).run(item[1])
 
-    with ThreadPoolExecutor(max_workers=max(1, THREADS)) as pool:
-        done = list(pool.map(run, runs))
+    done = _run_side_by_side(runs, run, max(1, THREADS))
     results: dict[str, Result] = {}
     for key, stats, result in done:
         conftest.TIMES.append((result.seconds, key))
@@ -72,6 +73,51 @@ def quick_results(lh) -> dict[str, Result]:  # type: ignore[no-untyped-def]
             conftest.STATS.merge(stats)
         results[key] = result
     return results
+
+
+def _run_side_by_side(
+    runs: list[tuple[str, Scenario]],
+    run: Callable[[tuple[str, Scenario]], tuple[str, Stats, Result]],
+    threads: int,
+) -> list[tuple[str, Stats, Result]]:
+    """``run`` over ``runs``, ``threads`` at a time, in order, except that a thread
+    takes the next scenario not applied "as if large" while another thread runs one
+    that is: those hold apply's thresholds for their whole run, so two side by side
+    would leave one thread waiting for the other's whole scenario."""
+    pending = list(runs)
+    guard = threading.Lock()
+    large_running = 0
+    done: list[tuple[str, Stats, Result]] = []
+
+    def worker() -> None:
+        nonlocal large_running
+        while True:
+            with guard:
+                if not pending:
+                    return
+                i = next(
+                    (
+                        j
+                        for j, (_, sc) in enumerate(pending)
+                        if not (large_running and as_if_large(sc))
+                    ),
+                    0,
+                )
+                item = pending.pop(i)
+                large = 1 if as_if_large(item[1]) else 0
+                large_running += large
+            try:
+                out = run(item)
+            finally:
+                with guard:
+                    large_running -= large
+            with guard:
+                done.append(out)
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for future in [pool.submit(worker) for _ in range(threads)]:
+            future.result()
+    return done
 
 
 @pytest.mark.parametrize("group", list(QUICK))
