@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, UnsupportedError
-from sqlglot.tokens import Tokenizer, TokenType
+from sqlglot.tokens import TokenType
 
 from dyntables.errors import NonDeterministicQueryError, SqlSyntaxError, UnsupportedQueryError
-from dyntables.sql.tokens import TableName
+from dyntables.sql.tokens import TableName, tokenize
 
 Qualifier = Callable[[TableName], TableName]
 
@@ -59,10 +59,6 @@ _WINDOW_FN = "dyntables_window_fn"
 def _protect_window_function(text: str) -> str:
     """sqlglot reads WINDOW as the named-window keyword, so Spark's time-bucket function
     ``window(ts, '1 hour')`` does not parse; give the call a placeholder name."""
-    from sqlglot.tokens import TokenType
-
-    from dyntables.sql.tokens import tokenize
-
     try:
         tokens = tokenize(text)
     except Exception:
@@ -142,7 +138,7 @@ def _check_written_back(text: str, tree: exp.Query) -> None:
 
 def _max_arguments(text: str, name: str) -> int:
     """The most arguments any call of function ``name`` has in ``text`` (0: none)."""
-    tokens = Tokenizer().tokenize(text) if name in text.lower() else []
+    tokens = tokenize(text) if name in text.lower() else []
     most = 0
     for i, token in enumerate(tokens[:-1]):
         if token.text.lower() != name or tokens[i + 1].token_type != TokenType.L_PAREN:

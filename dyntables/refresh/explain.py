@@ -157,7 +157,6 @@ def explain(planner: Planner, dt: DynamicTableDef) -> list[tuple[str, str]]:
         )
     if state is not None:
         sources.types_renderer = _typing_renderer(spark, plan, sources, state)
-    if state is not None:
         for src, version in sorted(state.sources.items()):
             rows.append(
                 (
