@@ -15,20 +15,19 @@ orders all over the id range). After each round the three tables are checked to 
     .venv/bin/python -m bench.dedup                        # 1M events, 10k per batch
     .venv/bin/python -m bench.dedup --events 1M,10M --change 10000 --rounds 3
 
-Results go to ``bench/results/dedup-<time>.json``, a table of medians to stdout.
+Results go to ``bench/results/dedup-<time>.json`` (the run's arguments, machine and
+measurements), a table of medians to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
-from bench.pipeline import Meter, parse_count
+from bench.pipeline import Meter, parse_count, write_results
 from dyntables import Lakehouse
 
 LOAD_BATCHES = 20
@@ -174,15 +173,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--change", type=int, default=10_000, help="events per batch")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--kinds", default=",".join(KINDS))
+    parser.add_argument("--out", default="bench/results")
     args = parser.parse_args(argv)
+    started = datetime.now(UTC)
     kinds = [k for k in args.kinds.split(",") if k]
     results: list[Measurement] = []
     for events in (parse_count(e) for e in args.events.split(",")):
         results += run(events, args.change, args.rounds, kinds)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    path = Path("bench/results") / f"dedup-{stamp}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps([asdict(m) for m in results], indent=1))
+    path = write_results(args.out, "dedup", started, argv, {}, results)
     print("\n".join(summary(results)))
     print(f"results: {path}")
     return 0

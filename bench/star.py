@@ -9,20 +9,19 @@ round.
     .venv/bin/python -m bench.star                       # 100k facts, 4 dimensions
     .venv/bin/python -m bench.star --facts 1M,10M --dims 4 --rounds 3
 
-Results go to ``bench/results/star-<time>.json``, a table of medians to stdout.
+Results go to ``bench/results/star-<time>.json`` (the run's arguments, machine and
+measurements), a table of medians to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
-from bench.pipeline import Meter, parse_count
+from bench.pipeline import Meter, parse_count, write_results
 from dyntables import Lakehouse
 
 KINDS = ("facts", "dims")
@@ -133,15 +132,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dims", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--kinds", default=",".join(KINDS))
+    parser.add_argument("--out", default="bench/results")
     args = parser.parse_args(argv)
+    started = datetime.now(UTC)
     kinds = [k for k in args.kinds.split(",") if k]
     results: list[Measurement] = []
     for facts in (parse_count(f) for f in args.facts.split(",")):
         results += run(facts, args.dims, args.rounds, kinds)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    path = Path("bench/results") / f"star-{stamp}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps([asdict(m) for m in results], indent=1))
+    path = write_results(args.out, "star", started, argv, {}, results)
     print("\n".join(summary(results)))
     print(f"results: {path}")
     return 0
