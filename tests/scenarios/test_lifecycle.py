@@ -299,7 +299,7 @@ def test_show_and_describe(lh: Lakehouse, pipeline) -> None:
     assert "SUM(v)" in described["Definition"].data_type
     assert described["Effective refresh mode"].data_type == "INCREMENTAL"
     assert "Plan" in described
-    explained = dict((r.item, r.detail) for r in lh.sql(f"EXPLAIN DYNAMIC TABLE {dt}").collect())
+    explained = dict(_explained(lh, dt))
     assert explained["decision"] == "INCREMENTAL"
     # the table shows its whole aggregate: its new state, the table written from it
     assert "o___cnt" in explained["agg0 new state"] and "UNION ALL" in explained["agg0 new state"]
@@ -309,7 +309,7 @@ def test_show_and_describe(lh: Lakehouse, pipeline) -> None:
     # they emit, and how the delta reaches the table
     top = f"{dt}_top"
     lh.sql(f"CREATE DYNAMIC TABLE {top} AS SELECT k, MAX(v) AS top FROM {src} GROUP BY k")
-    explained = dict((r.item, r.detail) for r in lh.sql(f"EXPLAIN DYNAMIC TABLE {top}").collect())
+    explained = dict(_explained(lh, top))
     assert "delta sql" in explained
     assert "agg0_change" in explained["agg0 delta"] and "o___cnt" in explained["agg0 change"]
     assert "small table" in explained["apply"]
@@ -319,7 +319,7 @@ def test_show_and_describe(lh: Lakehouse, pipeline) -> None:
         f"CREATE DYNAMIC TABLE {lookup} AS SELECT a.k, b.v FROM {src} AS a "
         f"LEFT JOIN {src} AS b ON a.k = b.k AND a.v < b.v"
     )
-    lines = [(r.item, r.detail) for r in lh.sql(f"EXPLAIN DYNAMIC TABLE {lookup}").collect()]
+    lines = _explained(lh, lookup)
     assert ("decision", "INCREMENTAL") in lines
     assert any(
         item == "operator" and "Join LEFT" in d and "matched again" in d for item, d in lines
@@ -332,9 +332,14 @@ def test_show_and_describe(lh: Lakehouse, pipeline) -> None:
         f"CREATE DYNAMIC TABLE {counted} AS SELECT a.k, "
         f"(SELECT COUNT(*) FROM {src} AS b WHERE b.k = a.k AND b.v > 1) AS n FROM {src} AS a"
     )
-    lines = [(r.item, r.detail) for r in lh.sql(f"EXPLAIN DYNAMIC TABLE {counted}").collect()]
+    lines = _explained(lh, counted)
     assert ("decision", "INCREMENTAL") in lines
     assert any(item == "delta sql" and "agg0_delta" in d for item, d in lines)
+
+
+def _explained(lh: Lakehouse, name: str) -> list[tuple[str, str]]:
+    """EXPLAIN DYNAMIC TABLE's rows as (item, detail) pairs."""
+    return [(r.item, r.detail) for r in lh.sql(f"EXPLAIN DYNAMIC TABLE {name}").collect()]
 
 
 def test_a_failed_refresh_is_in_history_and_loses_nothing(lh: Lakehouse, unique) -> None:
