@@ -735,7 +735,12 @@ class QueryGen:
         sql, typ, exact = self._agg_call(scope, tags)
         if chance(self.ch, 0.1):
             tags.add("agg_filter")
-            sql = f"{sql} FILTER (WHERE {self.pred(scope, 0)})"
+            where = f"FILTER (WHERE {self.pred(scope, 0)})"
+            cast = " AS INT)"
+            if sql.startswith("CAST(") and sql.endswith(cast):  # the call's, inside the CAST
+                sql = f"{sql[: -len(cast)]} {where}{cast}"
+            else:
+                sql = f"{sql} {where}"
         return sql, typ, exact
 
     def _agg_call(self, scope: Sequence[Ref], tags: set[str]) -> tuple[str, str, bool]:
