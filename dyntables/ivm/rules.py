@@ -493,10 +493,76 @@ def _one_side_outer(r: Renderer, n: Join) -> exp.Query | None:
     return select(cols, left).join(right, on=_join_condition(n), join_type=n.kind)
 
 
+def _outer_at_changed_keys(r: Renderer, n: Join) -> exp.Query | None:
+    """A LEFT (RIGHT) join maps each row of its kept side to output rows of its own: its
+    matches, or itself NULL-padded, a function of the row and of the other side's rows
+    at the row's key. Where the other side did not change at a row's key, neither did
+    the row's output; so, K being the non-NULL keys of the other side's change:
+
+      d = dKept LEFT JOIN Other_new
+        + Kept_old|K LEFT JOIN Other_new - Kept_old|K LEFT JOIN Other_old
+
+    The kept side is read once, at K, and only there (a star's fact table under a
+    changed dimension row; the level below in a chain of decorrelated scalar
+    subqueries), where the match-flip terms read it three times: beside its delta,
+    old at the keys that became matched and old at those that became unmatched. None
+    when the rule does not apply (a full join, no equality to key on, the other side
+    unchanged: ``_one_side_outer``)."""
+    if n.kind == "left":
+        kept, other, keys, other_keys = n.left, n.right, n.left_keys, n.right_keys
+    elif n.kind == "right":
+        kept, other, keys, other_keys = n.right, n.left, n.right_keys, n.left_keys
+    else:
+        return None
+    d_other = r.delta(other)
+    if not keys or d_other is None:
+        return None
+    names = [fresh_alias("k") for _ in keys]
+    changed_keys = (
+        select([alias(k.copy(), nm) for k, nm in zip(other_keys, names, strict=True)], sub(d_other))
+        .where(
+            exp.and_(
+                *(exp.Not(this=exp.Is(this=k.copy(), expression=exp.null())) for k in other_keys)
+            )
+        )
+        .distinct()
+    )
+    kept_old = r.rel(kept, OLD)
+    if n.prunable:
+        kept_old = _within_delta_keys(r, kept_old, kept, other, other_keys, keys)
+    at_keys: exp.Query = select(["*"], sub(kept_old)).join(
+        sub(changed_keys), on=eq_all(keys, [col(nm) for nm in names]), join_type="left semi"
+    )
+    if r.share is not None:  # read by two terms
+        at_keys = r.share(at_keys)
+    cols = [col(c) for c in n.left.columns + n.right.columns]
+    cond = _join_condition(n)
+
+    def term(rows: exp.Query, other_rel: exp.Query, weight: exp.Expr) -> exp.Query:
+        left, right = (rows, other_rel) if n.kind == "left" else (other_rel, rows)
+        return select([*cols, alias(weight, W)], sub(left)).join(
+            sub(right), on=cond.copy(), join_type=n.kind
+        )
+
+    terms: list[exp.Query] = []
+    d_kept = r.delta(kept)
+    if d_kept is not None:
+        other_new = r.rel(other, NEW)
+        if n.prunable:
+            other_new = _within_delta_keys(r, other_new, other, kept, keys, other_keys)
+        terms.append(term(d_kept, other_new, col(W)))
+    terms.append(term(at_keys.copy(), r.rel(other, NEW), lit(1)))
+    terms.append(term(at_keys, r.rel(other, OLD), lit(-1)))
+    return union_all(terms)
+
+
 def _delta_join(r: Renderer, n: Join) -> exp.Query | None:
     one_sided = _one_side_outer(r, n)
     if one_sided is not None:
         return one_sided
+    at_keys = _outer_at_changed_keys(r, n)
+    if at_keys is not None:
+        return at_keys
     if n.kind != "inner":  # the inner and match terms each read an input's delta
         r.delta_read_twice(n.left)
         r.delta_read_twice(n.right)

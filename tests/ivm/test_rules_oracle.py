@@ -42,9 +42,12 @@ STEPS = [
     # a row inserted and deleted within one refresh window, among other commits
     "INSERT INTO {o} VALUES (10, 'e', 2, 1, 3.33, 1.0, TIMESTAMP '2024-01-05 01:00:00', DATE '2024-01-05'); "
     "DELETE FROM {o} WHERE id = 10; INSERT INTO {o} VALUES (11, 'a', 3, 4, 2.22, 2.0, TIMESTAMP '2024-01-05 02:00:00', DATE '2024-01-05')",
-    # the dimension side changes: matches gained and lost
+    # the dimension side changes: matches gained and lost; in the same window facts move
+    # to a partner that changes, and a new one meets a new partner
     "DELETE FROM {p} WHERE p = 1; INSERT INTO {p} VALUES (9, 'C', 'w'), (1, 'A2', 'x'); "
-    "UPDATE {p} SET cat = 'Z' WHERE p = 2; DELETE FROM {p} WHERE p = 3",
+    "UPDATE {p} SET cat = 'Z' WHERE p = 2; DELETE FROM {p} WHERE p = 3; "
+    "UPDATE {o} SET p = 1 WHERE id = 4; "
+    "INSERT INTO {o} VALUES (13, 'f', 9, 1, 1.00, 1.0, TIMESTAMP '2024-01-05 03:00:00', DATE '2024-01-05')",
     # everything goes, one row comes back
     "DELETE FROM {o}; INSERT INTO {o} VALUES (12, 'a', 1, 1, 1.00, 1.0, TIMESTAMP '2024-01-06 00:00:00', DATE '2024-01-06')",
 ]

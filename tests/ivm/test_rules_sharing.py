@@ -1,12 +1,15 @@
-"""Which deltas a refresh computes once (pure, no Spark): a non-inner join's rules read
-their input's delta in two terms, so a chain of such joins would repeat the bottom delta
-2^n times unless each join's input delta is shared. Decorrelated scalar subqueries put a
-projection between the joins of the chain; the projection over a join is shared too."""
+"""Which deltas and rows a refresh computes once (pure, no Spark): a full join's or a
+semi/anti join's rules read their input's delta in two terms, so a chain of such joins
+would repeat the bottom delta 2^n times unless each join's input delta is shared.
+Decorrelated subqueries put a projection between the joins of a chain; the projection
+over a join is shared too. A LEFT or RIGHT join whose other side changed reads its kept
+side once, at the change's keys, and shares those rows between its two terms."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+import pytest
 from sqlglot import exp
 
 from dyntables.ivm.rules import NEW, Renderer
@@ -53,7 +56,7 @@ def _render(sql: str) -> tuple[str, list[str]]:
 
 CHAIN = (
     "SELECT a.k, a.s, b.s AS s2 FROM (SELECT t0.k, t1.s FROM t0 LEFT JOIN t1 ON t0.k = t1.k) a "
-    "LEFT JOIN t1 b ON a.k = b.k"
+    "FULL OUTER JOIN t1 b ON a.k = b.k"
 )
 
 
@@ -64,15 +67,42 @@ def test_a_projection_over_a_join_is_shared_by_the_outer_join_above() -> None:
         top.left.child, Join
     )  # the shape under test
     sql, shared = _render(CHAIN)
-    assert len(shared) == 1 and "LEFT" in shared[0].upper()
-    # the inner join's delta is rendered once (inside the shared view), not per term above
+    # the lower join's delta is rendered once (inside a shared view), not per term above
+    deltas = [i for i, q in enumerate(shared) if "delta_t0" in q]
+    assert len(deltas) == 1 and "LEFT" in shared[deltas[0]].upper()
     assert sql.count("delta_t0") == 0
-    assert "shared0" in sql
+    assert f"shared{deltas[0]}" in sql
 
 
 def test_a_projection_over_a_scan_is_not_shared() -> None:
     sql, shared = _render(
-        "SELECT a.k, b.s FROM (SELECT k FROM t0 WHERE n > 0) a LEFT JOIN t1 b ON a.k = b.k"
+        "SELECT a.k, b.s FROM (SELECT k FROM t0 WHERE n > 0) a FULL OUTER JOIN t1 b ON a.k = b.k"
     )
     assert shared == []
     assert "delta_t0" in sql
+
+
+@pytest.mark.parametrize(
+    ("sql", "kept"),
+    [
+        ("SELECT t0.k, t1.s FROM t0 LEFT JOIN t1 ON t0.k = t1.k", "t0"),
+        ("SELECT t0.k, t1.s FROM t0 RIGHT JOIN t1 ON t0.k = t1.k AND t0.n > 1", "t1"),
+    ],
+)
+def test_an_outer_join_reads_its_kept_side_once_at_the_other_sides_changed_keys(
+    sql: str, kept: str
+) -> None:
+    out, shared = _render(sql)
+    other = "t1" if kept == "t0" else "t0"
+    # the kept side's old rows at the other side's changed (non-NULL) keys, once
+    assert len(shared) == 1
+    assert f"FROM {kept}_old" in shared[0] and f"delta_{other}" in shared[0]
+    assert "SEMI JOIN" in shared[0] and "IS NULL" in shared[0]
+    assert out.count("shared0") == 2
+    # beside them: the kept side's delta once, never the kept side in full
+    assert out.count(f"delta_{kept}") == 1
+    assert f"FROM {kept})" not in out and f"FROM {kept}_old" not in out
+    # padded and matched alike: both terms join the other side old and new as the query does
+    join = "LEFT JOIN" if kept == "t0" else "RIGHT JOIN"
+    assert out.count(join) == 3
+    assert f"FROM {other}_old" in out and f"FROM {other})" in out
