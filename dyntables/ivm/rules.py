@@ -544,6 +544,13 @@ def _outer_at_changed_keys(r: Renderer, n: Join) -> exp.Query | None:
             sub(right), on=cond.copy(), join_type=n.kind
         )
 
+    def other_at_keys(version: str) -> exp.Query:
+        # the rows at K lie within the range of the other side's own change: a large
+        # other side (a fact table under its dimension) is read only there, and its
+        # keys are compared with bounds of their own type (``prunable`` is not needed)
+        rel = r.rel(other, version)
+        return _within_delta_keys(r, rel, other, other, other_keys, other_keys)
+
     terms: list[exp.Query] = []
     d_kept = r.delta(kept)
     if d_kept is not None:
@@ -551,8 +558,8 @@ def _outer_at_changed_keys(r: Renderer, n: Join) -> exp.Query | None:
         if n.prunable:
             other_new = _within_delta_keys(r, other_new, other, kept, keys, other_keys)
         terms.append(term(d_kept, other_new, col(W)))
-    terms.append(term(at_keys.copy(), r.rel(other, NEW), lit(1)))
-    terms.append(term(at_keys, r.rel(other, OLD), lit(-1)))
+    terms.append(term(at_keys.copy(), other_at_keys(NEW), lit(1)))
+    terms.append(term(at_keys, other_at_keys(OLD), lit(-1)))
     return union_all(terms)
 
 

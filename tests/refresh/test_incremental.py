@@ -245,6 +245,57 @@ def test_a_large_join_side_is_read_only_where_the_change_can_meet_it(
         assert_oracle(lh, dt)
 
 
+def test_an_outer_join_reads_its_large_side_only_at_the_changed_keys(
+    lh: Lakehouse, unique, monkeypatch
+) -> None:
+    """A LEFT JOIN whose other side changed recomputes its output at the change's keys
+    only: a large kept side (facts under a new dimension row) is read there once, and a
+    large other side (facts under their dimension) only within its change's key range,
+    old and new. Either way one file of the five, not the whole table."""
+    monkeypatch.setattr(rules, "PRUNE_MIN_ROWS", 1_000)
+    big, small = unique("big"), unique("small")
+    facts_kept, dims_kept, dims_kept_right = unique("fk"), unique("dk"), unique("dkr")
+    lh.sql(f"CREATE TABLE {big} (k BIGINT, v DECIMAL(10,2))")
+    for i in range(5):  # five files with disjoint key ranges
+        lh.sql(f"INSERT INTO {big} SELECT id, id / 100 FROM range({i * 1000}, {(i + 1) * 1000})")
+    lh.sql(
+        f"""
+        CREATE TABLE {small} (k BIGINT, tag STRING);
+        INSERT INTO {small} VALUES (1, 'a'), (3400, 'b'), (3450, 'c'), (NULL, 'n');
+        CREATE DYNAMIC TABLE {facts_kept} AS SELECT x.tag, COUNT(*) AS n, SUM(b.v) AS v
+          FROM {big} b LEFT JOIN {small} x ON b.k = x.k GROUP BY x.tag;
+        CREATE DYNAMIC TABLE {dims_kept} AS
+          SELECT x.k, x.tag, b.v FROM {small} x LEFT JOIN {big} b ON x.k = b.k AND b.v > 34.2;
+        CREATE DYNAMIC TABLE {dims_kept_right} AS
+          SELECT x.tag, b.v FROM {big} b RIGHT JOIN {small} x ON b.k = x.k
+        """
+    )
+    # facts gain a partner, lose one (padded again), change partner; a NULL key comes
+    lh.sql(
+        f"""
+        INSERT INTO {small} VALUES (3500, 'd'), (NULL, 'm');
+        DELETE FROM {small} WHERE k = 3400;
+        UPDATE {small} SET tag = 'c2' WHERE k = 3450
+        """
+    )
+    for dt in (facts_kept, dims_kept, dims_kept_right):
+        assert _refresh(lh, dt)[0] == "INCREMENTAL"
+        assert_oracle(lh, dt)
+    # one file of big (the table itself is a few groups, rewritten whole)
+    assert int(_stats(lh, facts_kept)["input_rows"]) < 2_000
+    # the large side changes in one file's range: a partner appears, one goes
+    lh.sql(f"INSERT INTO {big} VALUES (3500, 2.5), (3600, 99.0), (3450, 40.0)")
+    for dt in (facts_kept, dims_kept, dims_kept_right):
+        assert _refresh(lh, dt)[0] == "INCREMENTAL"
+        assert_oracle(lh, dt)
+        if dt != facts_kept:
+            assert int(_stats(lh, dt)["input_rows"]) < 3_000, dt  # not big twice (10k)
+    lh.sql(f"DELETE FROM {big} WHERE k IN (3450, 3500)")
+    for dt in (facts_kept, dims_kept, dims_kept_right):
+        assert _refresh(lh, dt)[0] == "INCREMENTAL"
+        assert_oracle(lh, dt)
+
+
 def test_deletes_in_a_large_table_read_only_the_files_they_can_be_in(
     lh: Lakehouse, unique, monkeypatch
 ) -> None:
