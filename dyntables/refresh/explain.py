@@ -47,7 +47,17 @@ def _rule(node: Node, rebuilt: frozenset[int] = frozenset()) -> str:
     if isinstance(node, Join):
         if node.kind == "inner":
             return "dL JOIN R_old + L_new JOIN dR"
-        if node.residual is not None and node.kind != "inner":
+        if node.kind == "left":
+            return (
+                "dL LEFT JOIN R_new + L_old rows at the keys R's delta touches, matched"
+                " again with R_new (+) and R_old (-)"
+            )
+        if node.kind == "right":
+            return (
+                "L_new RIGHT JOIN dR + R_old rows at the keys L's delta touches, matched"
+                " again with L_new (+) and L_old (-)"
+            )
+        if node.residual is not None:
             matched = "rows of the keys either delta touches, matched again (old and new)"
             if node.kind in ("semi", "anti"):
                 return f"{node.kind} join: {matched}"
