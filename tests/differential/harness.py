@@ -44,6 +44,7 @@ from typing import Any
 
 from dyntables.catalog.definition import RefreshState
 from dyntables.catalog.iceberg import load_table
+from dyntables.ivm import rules
 from dyntables.ivm.rules import ranks_all_rows
 from dyntables.plan.query import never_true
 from dyntables.refresh import apply, faults
@@ -63,15 +64,23 @@ _THRESHOLDS = threading.Lock()
 
 @contextlib.contextmanager
 def _thresholds_of(large: int) -> Iterator[None]:
-    """apply's thresholds as ``as_if_large`` chose, restored afterwards. A scenario
-    that is not large leaves them alone (and may run while another holds them changed:
-    it then takes the large paths too, which its oracle checks just as well)."""
+    """apply's thresholds as ``as_if_large`` chose, restored afterwards; the delta
+    rules also read every join side, window input and recomputed group within the
+    change's key range, as they do a large source's (otherwise no scenario's sources
+    would be large enough to take that path). A scenario that is not large leaves them
+    alone (and may run while another holds them changed: it then takes the large paths
+    too, which its oracle checks just as well)."""
     if not large:
         yield
         return
     with _THRESHOLDS:
-        saved = (apply.SINGLE_JOB_MAX_ROWS, apply.REWRITE_MAX_ROWS, apply.OVERWRITE_FILES_PER_VALUE)
-        apply.SINGLE_JOB_MAX_ROWS, apply.REWRITE_MAX_ROWS = 0, 0
+        saved = (
+            apply.SINGLE_JOB_MAX_ROWS,
+            apply.REWRITE_MAX_ROWS,
+            apply.OVERWRITE_FILES_PER_VALUE,
+            rules.PRUNE_MIN_ROWS,
+        )
+        apply.SINGLE_JOB_MAX_ROWS, apply.REWRITE_MAX_ROWS, rules.PRUNE_MIN_ROWS = 0, 0, 0
         if large == 2:  # partitions overwritten whatever their files
             apply.OVERWRITE_FILES_PER_VALUE = 1_000_000
         try:
@@ -81,6 +90,7 @@ def _thresholds_of(large: int) -> Iterator[None]:
                 apply.SINGLE_JOB_MAX_ROWS,
                 apply.REWRITE_MAX_ROWS,
                 apply.OVERWRITE_FILES_PER_VALUE,
+                rules.PRUNE_MIN_ROWS,
             ) = saved
 
 
