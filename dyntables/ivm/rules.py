@@ -315,113 +315,125 @@ def _trace_to_scan(node: Node, key: exp.Expr) -> tuple[Scan, str] | None:
             return None
 
 
-def _flipped_keys(
-    r: Renderer, right: Node, d_right: exp.Query, rkeys: Sequence[exp.Expr]
-) -> tuple[exp.Query, exp.Query, list[str]]:
-    """Join keys whose match status changed: (became matched, became unmatched)."""
-    names = [fresh_alias("k") for _ in rkeys]
-    keys = (
-        select([alias(k.copy(), nm) for k, nm in zip(rkeys, names, strict=True)], sub(d_right))
+def _changed_keys(
+    d: exp.Query, keys: Sequence[exp.Expr], names: Sequence[str] | None = None
+) -> tuple[exp.Query, list[str]]:
+    """The distinct non-NULL values of ``keys`` in the change ``d`` (a NULL key joins
+    nothing, so its rows' matches never change), as columns ``names`` (fresh ones by
+    default)."""
+    names = list(names) if names is not None else [fresh_alias("k") for _ in keys]
+    values = (
+        select([alias(k.copy(), nm) for k, nm in zip(keys, names, strict=True)], sub(d))
         .where(
-            exp.and_(*(exp.Not(this=exp.Is(this=k.copy(), expression=exp.null())) for k in rkeys))
+            exp.and_(*(exp.Not(this=exp.Is(this=k.copy(), expression=exp.null())) for k in keys))
         )
         .distinct()
     )
+    return values, names
+
+
+def _flips(
+    r: Renderer, right: Node, d_right: exp.Query, rkeys: Sequence[exp.Expr]
+) -> tuple[exp.Query, list[str], str]:
+    """The keys of ``right``'s change whose match status changed, each once with a sign
+    column: +1 it has rows in ``right`` now and had none, -1 the other way round. Each
+    version of ``right`` is read once, within its change's key range."""
+    keys, names = _changed_keys(d_right, rkeys)
+    sign = fresh_alias("s")
     on = eq_all([col(nm) for nm in names], rkeys)
-    to_matched = (
-        select(["*"], sub(keys))
-        .join(sub(r.rel(right, NEW)), on=on.copy(), join_type="left semi")
-        .join(sub(r.rel(right, OLD)), on=on.copy(), join_type="left anti")
+    present = [
+        select(["*", alias(lit(weight), sign)], sub(keys.copy())).join(
+            sub(_within_delta_keys(r, r.rel(right, version), right, right, rkeys, rkeys)),
+            on=on.copy(),
+            join_type="left semi",
+        )
+        for version, weight in ((NEW, 1), (OLD, -1))
+    ]
+    total = exp.Sum(this=col(sign))
+    flips = (
+        select([*(col(nm) for nm in names), alias(total, sign)], sub(union_all(present)))
+        .group_by(*(col(nm) for nm in names))
+        .having(exp.NEQ(this=total.copy(), expression=lit(0)))
     )
-    to_unmatched = (
-        select(["*"], sub(keys))
-        .join(sub(r.rel(right, NEW)), on=on.copy(), join_type="left anti")
-        .join(sub(r.rel(right, OLD)), on=on.copy(), join_type="left semi")
-    )
-    return to_matched, to_unmatched, names
+    return flips, names, sign
 
 
-def _match_terms(
+def _match_flip_terms(
     r: Renderer,
     left: Node,
     right: Node,
     lkeys: Sequence[exp.Expr],
     rkeys: Sequence[exp.Expr],
     anti: bool,
+    prunable: bool,
 ) -> list[exp.Query]:
-    """Delta of the rows of ``left`` that have (semi) or lack (anti) a match in ``right``.
+    """Delta of the rows of ``left`` that have (semi) or lack (anti) a match in ``right``
+    by key alone:
 
-    semi: dL|{matched in R_new} + L_old|{became matched} - L_old|{became unmatched}
-    anti: dL|{unmatched in R_new} + L_old|{became unmatched} - L_old|{became matched}
-    """
+      semi: dL|{matched in R_new} + L_old|F with weight +1 / -1 as F's key became matched / unmatched
+      anti: dL|{unmatched in R_new} + L_old|F with the opposite weight
+
+    F being the keys of dR whose match status flipped: ``left`` is read once, at them
+    (within dR's key range when it is large)."""
     lcols = [col(c) for c in left.columns]
     terms: list[exp.Query] = []
     d_left = r.delta(left)
     d_right = r.delta(right)
-    on = eq_all(lkeys, rkeys)
     if d_left is not None:
+        right_new = r.rel(right, NEW)
+        if prunable:
+            right_new = _within_delta_keys(r, right_new, right, left, lkeys, rkeys)
         terms.append(
             select([*lcols, col(W)], sub(d_left)).join(
-                sub(r.rel(right, NEW)), on=on.copy(), join_type="left anti" if anti else "left semi"
+                sub(right_new),
+                on=eq_all(lkeys, rkeys),
+                join_type="left anti" if anti else "left semi",
             )
         )
     if d_right is not None:
-        to_matched, to_unmatched, names = _flipped_keys(r, right, d_right, rkeys)
-        gained, lost = (to_unmatched, to_matched) if anti else (to_matched, to_unmatched)
-        key_on = eq_all(lkeys, [col(nm) for nm in names])
+        flips, names, sign = _flips(r, right, d_right, rkeys)
+        left_old = r.rel(left, OLD)
+        if prunable:
+            left_old = _within_delta_keys(r, left_old, left, right, rkeys, lkeys)
+        weight: exp.Expr = exp.Neg(this=col(sign)) if anti else col(sign)
         terms.append(
-            select([*lcols, alias(lit(1), W)], sub(r.rel(left, OLD))).join(
-                sub(gained), on=key_on.copy(), join_type="left semi"
-            )
-        )
-        terms.append(
-            select([*lcols, alias(lit(-1), W)], sub(r.rel(left, OLD))).join(
-                sub(lost), on=key_on.copy(), join_type="left semi"
+            select([*lcols, alias(weight, W)], sub(left_old)).join(
+                sub(flips), on=eq_all(lkeys, [col(nm) for nm in names])
             )
         )
     return terms
 
 
-def _recomputed_match_terms(
+def _recomputed_unmatched_terms(
     r: Renderer,
     left: Node,
     right: Node,
     lkeys: Sequence[exp.Expr],
     rkeys: Sequence[exp.Expr],
     residual: exp.Expr,
-    anti: bool,
 ) -> list[exp.Query]:
-    """Delta of the rows of ``left`` that have (semi) or lack (anti) a match in ``right``
-    when matching is ``lkeys = rkeys AND residual``: whether a row matches depends on
-    the row, not only on its key, so the rows of every key either delta touches are
+    """Delta of the rows of ``left`` that lack a match in ``right`` (a full join's padded
+    rows) when matching is ``lkeys = rkeys AND residual``: whether a row matches depends
+    on the row, not only on its key, so the rows of every key either delta touches are
     recomputed, +as they are now, -as they were (identical pairs cancel later):
 
-      L_new|K (semi|anti) R_new - L_old|K (semi|anti) R_old,  K = keys of dL and dR
+      L_new|K anti R_new - L_old|K anti R_old,  K = keys of dL and dR
 
-    A row whose key is NULL matches nothing: a changed one is unmatched as it is (anti:
-    its delta row as is; semi: nothing)."""
+    A changed row whose key is NULL matches nothing: its delta row counts as it is."""
     lcols = [col(c) for c in left.columns]
     d_left = r.delta(left)
     d_right = r.delta(right)
     if d_left is None and d_right is None:
         return []
     names = [fresh_alias("k") for _ in lkeys]
-    key_sets: list[exp.Query] = []
-    for d, keys in ((d_left, lkeys), (d_right, rkeys)):
-        if d is not None:
-            key_sets.append(
-                select(
-                    [alias(k.copy(), nm) for k, nm in zip(keys, names, strict=True)], sub(d)
-                ).where(
-                    exp.and_(
-                        *(exp.Not(this=exp.Is(this=k.copy(), expression=exp.null())) for k in keys)
-                    )
-                )
-            )
+    key_sets = [
+        _changed_keys(d, keys, names)[0]
+        for d, keys in ((d_left, lkeys), (d_right, rkeys))
+        if d is not None
+    ]
     affected = select([col(nm) for nm in names], sub(union_all(key_sets))).distinct()
     in_affected = eq_all(lkeys, [col(nm) for nm in names])
     on = exp.and_(eq_all(lkeys, rkeys), residual.copy())
-    kind = "left anti" if anti else "left semi"
     terms: list[exp.Query] = []
     for version, weight in ((NEW, 1), (OLD, -1)):
         rows = select(["*"], sub(r.rel(left, version))).join(
@@ -429,10 +441,10 @@ def _recomputed_match_terms(
         )
         terms.append(
             select([*lcols, alias(lit(weight), W)], sub(rows)).join(
-                sub(r.rel(right, version)), on=on.copy(), join_type=kind
+                sub(r.rel(right, version)), on=on.copy(), join_type="left anti"
             )
         )
-    if anti and d_left is not None:
+    if d_left is not None:
         null_key = exp.or_(*(exp.Is(this=k.copy(), expression=exp.null()) for k in lkeys))
         terms.append(select([*lcols, col(W)], sub(d_left)).where(null_key))
     return terms
@@ -451,139 +463,111 @@ def _padded(
     return select([*items, col(W)], sub(union_all(terms)))
 
 
-def _matches(
+def _unmatched(
     r: Renderer,
     n: Join,
     left: Node,
     right: Node,
     lkeys: Sequence[exp.Expr],
     rkeys: Sequence[exp.Expr],
-    anti: bool,
 ) -> list[exp.Query]:
-    """The rows of ``left`` gaining/losing a match in ``right``: by key, or, when the
-    join also has a condition over both sides, by recomputing the affected keys."""
-    if n.residual is not None and n.kind != "inner":
-        return _recomputed_match_terms(r, left, right, lkeys, rkeys, n.residual, anti)
-    return _match_terms(r, left, right, lkeys, rkeys, anti)
+    """A full join's rows of ``left`` gaining/losing a match in ``right``: by key, or,
+    when the join also has a condition over both sides, by recomputing the affected keys."""
+    if n.residual is not None:
+        return _recomputed_unmatched_terms(r, left, right, lkeys, rkeys, n.residual)
+    return _match_flip_terms(r, left, right, lkeys, rkeys, anti=True, prunable=n.prunable)
 
 
-def _one_side_outer(r: Renderer, n: Join) -> exp.Query | None:
-    """An outer join whose other side did not change is linear in the preserved side:
-    d(L LEFT JOIN R) = dL LEFT JOIN R when R is unchanged (a fact table's new rows
-    against its dimensions), one term where the general rule has two (and a chain of
-    them would read the bottom delta 2^n times). None when the rule does not apply."""
-    if n.kind == "left":
-        kept, other, keys, other_keys = n.left, n.right, n.left_keys, n.right_keys
-    elif n.kind == "right":
-        kept, other, keys, other_keys = n.right, n.left, n.right_keys, n.left_keys
-    else:
-        return None
-    if r.delta(other) is not None:
-        return None
-    d_kept = r.delta(kept)
-    if d_kept is None:
-        return None
-    other_rel = r.rel(other, NEW)
-    if n.prunable:
-        other_rel = _within_delta_keys(r, other_rel, other, kept, keys, other_keys)
-    cols = [col(c) for c in n.left.columns + n.right.columns] + [col(W)]
-    left, right = (
-        (sub(d_kept), sub(other_rel)) if n.kind == "left" else (sub(other_rel), sub(d_kept))
+def _kept_side(n: Join) -> tuple[Node, Node, tuple[exp.Expr, ...], tuple[exp.Expr, ...]] | None:
+    """(kept, other, kept's keys, other's keys) of a join each of whose output rows comes
+    from one row of its kept side, as a function of that row and of the other side's
+    rows at its key (of all of them when there is no equality): LEFT, RIGHT, semi and
+    anti joins. None for inner and full joins."""
+    if n.kind in ("left", "semi", "anti"):
+        return n.left, n.right, n.left_keys, n.right_keys
+    if n.kind == "right":
+        return n.right, n.left, n.right_keys, n.left_keys
+    return None
+
+
+def _kept_join(n: Join, rows: exp.Query, other: exp.Query, weight: exp.Expr) -> exp.Query:
+    """``rows`` of ``n``'s kept side joined with ``other`` as the query joins them."""
+    left, right = (other, rows) if n.kind == "right" else (rows, other)
+    return select([*(col(c) for c in n.columns), alias(weight, W)], sub(left)).join(
+        sub(right), on=_join_condition(n), join_type=_JOIN_SQL[n.kind]
     )
-    return select(cols, left).join(right, on=_join_condition(n), join_type=n.kind)
 
 
-def _outer_at_changed_keys(r: Renderer, n: Join) -> exp.Query | None:
-    """A LEFT (RIGHT) join maps each row of its kept side to output rows of its own: its
-    matches, or itself NULL-padded, a function of the row and of the other side's rows
-    at the row's key. Where the other side did not change at a row's key, neither did
-    the row's output; so, K being the non-NULL keys of the other side's change:
+def _delta_kept_side(r: Renderer, n: Join) -> exp.Query | None:
+    """The delta of a LEFT, RIGHT, semi or anti join. Its output is a function of each
+    kept row and of the other side's rows at the row's key; where the other side did
+    not change at a key, neither did the output of the kept rows there. So, K being
+    the non-NULL keys of the other side's change (every key when the join has no
+    equality):
 
-      d = dKept LEFT JOIN Other_new
-        + Kept_old|K LEFT JOIN Other_new - Kept_old|K LEFT JOIN Other_old
+      d = dKept JOIN Other_new + Kept_old|K JOIN Other_new - Kept_old|K JOIN Other_old
 
-    The kept side is read once, at K, and only there (a star's fact table under a
-    changed dimension row; the level below in a chain of decorrelated scalar
-    subqueries), where the match-flip terms read it three times: beside its delta,
-    old at the keys that became matched and old at those that became unmatched. None
-    when the rule does not apply (a full join, no equality to key on, the other side
-    unchanged: ``_one_side_outer``)."""
-    if n.kind == "left":
-        kept, other, keys, other_keys = n.left, n.right, n.left_keys, n.right_keys
-    elif n.kind == "right":
-        kept, other, keys, other_keys = n.right, n.left, n.right_keys, n.left_keys
-    else:
-        return None
+    (JOIN as the query joins). The kept side is read once, at K, and only there (a
+    star's fact table under a changed dimension row; the level below in a chain of
+    decorrelated scalar subqueries); a large other side is read within its change's
+    key range. When the other side did not change, only the first term remains (a fact
+    table's new rows against its dimensions). A semi or anti join by key alone reads
+    the kept rows only at the keys whose match status flipped (``_match_flip_terms``)."""
+    sides = _kept_side(n)
+    assert sides is not None
+    kept, other, keys, other_keys = sides
     d_other = r.delta(other)
-    if not keys or d_other is None:
-        return None
-    names = [fresh_alias("k") for _ in keys]
-    changed_keys = (
-        select([alias(k.copy(), nm) for k, nm in zip(other_keys, names, strict=True)], sub(d_other))
-        .where(
-            exp.and_(
-                *(exp.Not(this=exp.Is(this=k.copy(), expression=exp.null())) for k in other_keys)
+    if d_other is not None and n.kind in ("semi", "anti") and keys and n.residual is None:
+        r.delta_read_twice(other)  # _flips reads its keys against both versions
+        return union_all(
+            _match_flip_terms(
+                r, n.left, n.right, n.left_keys, n.right_keys, n.kind == "anti", n.prunable
             )
         )
-        .distinct()
-    )
-    kept_old = r.rel(kept, OLD)
-    if n.prunable:
-        kept_old = _within_delta_keys(r, kept_old, kept, other, other_keys, keys)
-    at_keys: exp.Query = select(["*"], sub(kept_old)).join(
-        sub(changed_keys), on=eq_all(keys, [col(nm) for nm in names]), join_type="left semi"
-    )
-    if r.share is not None:  # read by two terms
-        at_keys = r.share(at_keys)
-    cols = [col(c) for c in n.left.columns + n.right.columns]
-    cond = _join_condition(n)
-
-    def term(rows: exp.Query, other_rel: exp.Query, weight: exp.Expr) -> exp.Query:
-        left, right = (rows, other_rel) if n.kind == "left" else (other_rel, rows)
-        return select([*cols, alias(weight, W)], sub(left)).join(
-            sub(right), on=cond.copy(), join_type=n.kind
-        )
-
-    def other_at_keys(version: str) -> exp.Query:
-        # the rows at K lie within the range of the other side's own change: a large
-        # other side (a fact table under its dimension) is read only there, and its
-        # keys are compared with bounds of their own type (``prunable`` is not needed)
-        rel = r.rel(other, version)
-        return _within_delta_keys(r, rel, other, other, other_keys, other_keys)
-
-    terms: list[exp.Query] = []
     d_kept = r.delta(kept)
+    terms: list[exp.Query] = []
     if d_kept is not None:
         other_new = r.rel(other, NEW)
         if n.prunable:
             other_new = _within_delta_keys(r, other_new, other, kept, keys, other_keys)
-        terms.append(term(d_kept, other_new, col(W)))
-    terms.append(term(at_keys.copy(), other_at_keys(NEW), lit(1)))
-    terms.append(term(at_keys, other_at_keys(OLD), lit(-1)))
+        terms.append(_kept_join(n, d_kept, other_new, col(W)))
+    if d_other is None:
+        return union_all(terms) if terms else None
+    at_keys = r.rel(kept, OLD)
+    if keys:
+        changed, names = _changed_keys(d_other, other_keys)
+        if n.prunable:
+            at_keys = _within_delta_keys(r, at_keys, kept, other, other_keys, keys)
+        at_keys = select(["*"], sub(at_keys)).join(
+            sub(changed), on=eq_all(keys, [col(nm) for nm in names]), join_type="left semi"
+        )
+    if r.share is not None:  # read by two terms
+        at_keys = r.share(at_keys)
+
+    def other_at_keys(version: str) -> exp.Query:
+        # the rows at K lie within the range of the other side's own change; its keys
+        # are compared with bounds of their own type (``prunable`` is not needed)
+        rel = r.rel(other, version)
+        return _within_delta_keys(r, rel, other, other, other_keys, other_keys)
+
+    terms.append(_kept_join(n, at_keys.copy(), other_at_keys(NEW), lit(1)))
+    terms.append(_kept_join(n, at_keys, other_at_keys(OLD), lit(-1)))
     return union_all(terms)
 
 
 def _delta_join(r: Renderer, n: Join) -> exp.Query | None:
-    one_sided = _one_side_outer(r, n)
-    if one_sided is not None:
-        return one_sided
-    at_keys = _outer_at_changed_keys(r, n)
-    if at_keys is not None:
-        return at_keys
-    if n.kind != "inner":  # the inner and match terms each read an input's delta
+    if _kept_side(n) is not None:
+        return _delta_kept_side(r, n)
+    if n.kind == "full":  # the inner and padding terms each read an input's delta
         r.delta_read_twice(n.left)
         r.delta_read_twice(n.right)
-    if n.kind in ("semi", "anti"):
-        parts = _matches(r, n, n.left, n.right, n.left_keys, n.right_keys, n.kind == "anti")
-        return union_all(parts) if parts else None
     parts = _inner_terms(r, n)
-    if n.kind in ("left", "full"):
-        terms = _matches(r, n, n.left, n.right, n.left_keys, n.right_keys, anti=True)
+    if n.kind == "full":
+        terms = _unmatched(r, n, n.left, n.right, n.left_keys, n.right_keys)
         pad = _padded(r, n, terms, n.left, n.right, True)
         if pad is not None:
             parts.append(pad)
-    if n.kind in ("right", "full"):
-        terms = _matches(r, n, n.right, n.left, n.right_keys, n.left_keys, anti=True)
+        terms = _unmatched(r, n, n.right, n.left, n.right_keys, n.left_keys)
         pad = _padded(r, n, terms, n.right, n.left, False)
         if pad is not None:
             parts.append(pad)

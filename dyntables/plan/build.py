@@ -428,15 +428,12 @@ class _Builder:
         differ = subquery.keys_differ(pairs, by_value=jkind != "inner")
         if differ is not None and jkind != "inner":
             raise NotIncremental("KEY_TYPES", f"{jkind.upper()} JOIN", differ)
-        if jkind != "inner":
-            if not lkeys:
-                raise NotIncremental(
-                    "OUTER_JOIN_NON_EQUI",
-                    f"{jkind.upper()} JOIN",
-                    "outer/semi/anti joins need an equality condition",
-                )
-            if residual is not None:
-                residual, right = self._push_residual(jkind, residual, left, right)
+        if jkind == "full" and not lkeys:
+            raise NotIncremental(
+                "OUTER_JOIN_NON_EQUI", "FULL JOIN", "a full join needs an equality condition"
+            )
+        if jkind != "inner" and residual is not None:
+            residual, right = self._push_residual(jkind, residual, left, right)
         join_node = Join(
             jkind, left, right, tuple(lkeys), tuple(rkeys), residual, prunable=differ is None
         )
@@ -446,8 +443,8 @@ class _Builder:
         self, kind: str, residual: exp.Expr, left: Node, right: Node
     ) -> tuple[exp.Expr | None, Node]:
         """A non-equi ON condition on the right side only is a filter of the right input;
-        one over both sides stays on the join, whose rule then recomputes whether the
-        rows of the keys a change touches match (rules._recomputed_match_terms)."""
+        one over both sides stays on the join, whose rule then matches the rows of the
+        keys a change touches again (rules._delta_kept_side)."""
         used = {c.name for c in residual.find_all(exp.Column)}
         if kind in ("left", "semi", "anti") and used <= set(right.columns):
             return None, Filter(right, residual)
@@ -594,12 +591,6 @@ class _Builder:
                 raise NotIncremental(
                     "CORRELATED_NON_EQUI", "EXISTS", f"correlation {conj.sql('spark')[:60]}"
                 ) from None
-        if not lkeys:
-            raise NotIncremental(
-                "EXISTS_UNCORRELATED" if not other else "CORRELATED_NON_EQUI",
-                "EXISTS",
-                "EXISTS needs an equality with the outer query",
-            )
         differ = subquery.keys_differ(pairs, by_value=True)
         if differ is not None:
             raise NotIncremental("KEY_TYPES", "EXISTS", differ)

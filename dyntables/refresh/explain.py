@@ -47,23 +47,25 @@ def _rule(node: Node, rebuilt: frozenset[int] = frozenset()) -> str:
     if isinstance(node, Join):
         if node.kind == "inner":
             return "dL JOIN R_old + L_new JOIN dR"
-        if node.kind == "left":
-            return (
-                "dL LEFT JOIN R_new + L_old rows at the keys R's delta touches, matched"
-                " again with R_new (+) and R_old (-)"
+        if node.kind in ("left", "right", "semi", "anti"):
+            kept, other = ("R", "L") if node.kind == "right" else ("L", "R")
+            how = {"left": "LEFT JOIN", "right": "RIGHT JOIN"}.get(node.kind, f"{node.kind} join")
+            if node.kind in ("semi", "anti") and node.left_keys and node.residual is None:
+                return (
+                    f"{how}: dL filtered by R_new, plus L_old rows at the keys whose match"
+                    " R's delta flipped"
+                )
+            where = (
+                f"at the keys {other}'s delta touches"
+                if node.left_keys
+                else f"(all of them: no equality to key on) when {other} changed"
             )
-        if node.kind == "right":
             return (
-                "L_new RIGHT JOIN dR + R_old rows at the keys L's delta touches, matched"
-                " again with L_new (+) and L_old (-)"
+                f"d{kept} {how} {other}_new + {kept}_old rows {where}, matched again with"
+                f" {other}_new (+) and {other}_old (-)"
             )
-        if node.residual is not None:
-            matched = "rows of the keys either delta touches, matched again (old and new)"
-            if node.kind in ("semi", "anti"):
-                return f"{node.kind} join: {matched}"
-            return f"inner delta + NULL-padded {matched}"
-        if node.kind in ("semi", "anti"):
-            return f"{node.kind} join: dL filtered by R_new, plus L_old rows whose key gained/lost its match"
+        if node.residual is not None:  # a full join
+            return "inner delta + NULL-padded rows of the keys either delta touches, matched again (old and new)"
         return "inner delta + NULL-padded rows whose key gained/lost its match"
     if isinstance(node, Aggregate):
         kinds = ", ".join(sorted({_agg_name(c) for c in node.aggs})) or "DISTINCT"

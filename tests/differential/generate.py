@@ -264,7 +264,6 @@ REJECTED_KINDS = (
     "rollup_ranked",
     "outer_non_equi",
     "bool_agg",
-    "non_equi_exists",
 )
 
 
@@ -481,7 +480,8 @@ class QueryGen:
             if chance(ch, 0.08):  # NULL keys do match
                 cond = f"{left_key} <=> {rk.sql}"
                 rel.tags.add("null_safe_join")
-            if kind == "JOIN" and chance(ch, 0.1):  # no equality at all
+            keyless = ("JOIN", "LEFT JOIN", "RIGHT JOIN", "LEFT SEMI JOIN", "LEFT ANTI JOIN")
+            if kind in keyless and chance(ch, 0.1):  # no equality at all (a band join)
                 cond = f"{lk.sql} {pick(ch, ['<', '<=', '<>'])} {rk.sql}"
                 rel.tags.add("non_equi_join")
             if chance(ch, 0.2):
@@ -598,7 +598,11 @@ class QueryGen:
             op = pick(ch, ["<", "<=", "<>", ">="])
             local += f" AND {self.compared(typ, inner_side, op, self.atom(rel.scope, typ))}"
             rel.tags.add("residual_both_sides")
-        return f"{neg}EXISTS (SELECT 1 FROM {inner.from_sql} WHERE {inner_key.sql} = {outer_key.sql}{local})"
+        correlation = f"{inner_key.sql} = {outer_key.sql}"
+        if chance(ch, 0.1):  # no equality: every row matched again when the subquery changes
+            correlation = f"{inner_key.sql} {pick(ch, ['<', '>=', '<>'])} {outer_key.sql}"
+            rel.tags.add("non_equi_join")
+        return f"{neg}EXISTS (SELECT 1 FROM {inner.from_sql} WHERE {correlation}{local})"
 
     # -- query shapes ----------------------------------------------------------------------------
     def spj(
@@ -1059,17 +1063,15 @@ class QueryGen:
             q = self.spj(2)
             order = ", ".join(f"c{i}" for i in range(len(q.cols)))
             q.sql += f" ORDER BY {order} LIMIT {pick(ch, ['2', '1', '3'])}"
-        elif kind in ("not_in_pair", "scalar_non_equi", "non_equi_exists"):
+        elif kind in ("not_in_pair", "scalar_non_equi"):
             rel = self.from_clause(1)
             inner = self.scan(pick(ch, self.tables))
             ok, ik = self.key_of(rel.scope), self.key_of(inner.scope)
             if kind == "not_in_pair":
                 ok2, ik2 = self.key_of(rel.scope), self.key_of(inner.scope)
                 cond = f"({ok.sql}, {ok2.sql}) NOT IN (SELECT {ik.sql}, {ik2.sql} FROM {inner.from_sql})"
-            elif kind == "scalar_non_equi":
-                cond = f"{ok.sql} >= (SELECT MIN({ik.sql}) FROM {inner.from_sql} WHERE {ik.sql} < {ok.sql})"
             else:
-                cond = f"EXISTS (SELECT 1 FROM {inner.from_sql} WHERE {ik.sql} > {ok.sql})"
+                cond = f"{ok.sql} >= (SELECT MIN({ik.sql}) FROM {inner.from_sql} WHERE {ik.sql} < {ok.sql})"
             items, cols = self.projection(rel.scope)
             q = Query(
                 f"SELECT {', '.join(items)} FROM {rel.from_sql} WHERE {cond}",

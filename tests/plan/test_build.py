@@ -215,6 +215,8 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
             "SUBQUERY_EXPRESSION",
         ),
         ("SELECT k FROM t0 WHERE (k, n) NOT IN (SELECT k, k FROM t1)", "NOT_IN_SUBQUERY"),
+        # a full join's padded rows are kept by key
+        ("SELECT t0.k, t1.s FROM t0 FULL JOIN t1 ON t0.k < t1.k", "OUTER_JOIN_NON_EQUI"),
         # IN widens a STRING beside a number or a date to a string; a join casts the string
         ("SELECT k FROM t0 WHERE k IN (SELECT s FROM t1)", "KEY_TYPES"),
         ("SELECT k FROM t0 WHERE (k, ts) IN (SELECT k, s FROM t1)", "KEY_TYPES"),
@@ -253,6 +255,29 @@ def test_queries_refreshed_full_say_why(sql: str, code: str) -> None:
     with pytest.raises(NotIncremental) as err:
         build_plan(sql, SCHEMA, qualify)
     assert err.value.code == code
+
+
+@pytest.mark.parametrize(
+    ("sql", "kind", "residual"),
+    [
+        ("SELECT t0.k, t1.s FROM t0 LEFT JOIN t1 ON t0.n BETWEEN t1.k AND t1.k + 10", "left", True),
+        ("SELECT t0.k, t1.s FROM t0 RIGHT JOIN t1 ON t0.n > t1.k", "right", True),
+        ("SELECT t0.k, t1.s FROM t0 LEFT JOIN t1 ON t1.k > 3", "left", False),  # t1 filtered
+        ("SELECT k FROM t0 WHERE EXISTS (SELECT 1 FROM t1 WHERE t1.k > t0.n)", "semi", True),
+        ("SELECT k FROM t0 WHERE NOT EXISTS (SELECT 1 FROM t1 WHERE t1.k < t0.n)", "anti", True),
+        ("SELECT k FROM t0 WHERE EXISTS (SELECT 1 FROM t1 WHERE t1.s = 'x')", "semi", False),
+    ],
+)
+def test_a_join_with_no_equality_keeps_its_kept_side_rule(
+    sql: str, kind: str, residual: bool
+) -> None:
+    """LEFT, RIGHT, semi and anti joins need no equality: a change of the other side
+    then touches every kept row (they are matched again, old and new)."""
+    (join,) = [
+        n for n in walk_post_order(build_plan(sql, SCHEMA, qualify).root) if isinstance(n, Join)
+    ]
+    assert join.kind == kind and join.left_keys == () and join.right_keys == ()
+    assert (join.residual is not None) == residual
 
 
 def test_named_windows_are_written_out_in_each_over() -> None:
