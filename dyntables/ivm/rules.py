@@ -33,6 +33,7 @@ from dyntables.ivm.sqlb import (
 from dyntables.plan.ops import (
     Aggregate,
     Filter,
+    Generate,
     Join,
     Node,
     Project,
@@ -183,6 +184,29 @@ def _window_over(n: Window, source: exp.Query) -> exp.Select:
     return select(items, sub(source))
 
 
+def _generated(n: Generate, source: exp.Query, weighted: bool) -> exp.Select:
+    """``source``'s rows each beside the rows ``n``'s generator makes of it, as a LATERAL
+    VIEW (which names several generated columns, and keeps a row generating nothing
+    when OUTER); a weighted row's generated rows carry its weight."""
+    items = [col(c) for c in n.columns] + ([col(W)] if weighted else [])
+    view = exp.Lateral(
+        this=n.call.copy(),
+        view=True,
+        outer=n.outer,
+        alias=exp.TableAlias(
+            this=exp.to_identifier(fresh_alias("g")),
+            columns=[exp.to_identifier(c) for c in n.out],
+        ),
+    )
+    q = select(items, sub(source))
+    q.set("laterals", [view])
+    return q
+
+
+def _rel_generate(r: Renderer, n: Generate, version: str) -> exp.Query:
+    return _generated(n, r.rel(n.child, version), weighted=False)
+
+
 REL_RULES: dict[type, Callable[..., exp.Query]] = {
     Scan: _rel_scan,
     Filter: _rel_filter,
@@ -191,6 +215,7 @@ REL_RULES: dict[type, Callable[..., exp.Query]] = {
     UnionAll: _rel_union,
     Aggregate: _rel_aggregate,
     Window: _rel_window,
+    Generate: _rel_generate,
 }
 
 
@@ -212,6 +237,13 @@ def _delta_project(r: Renderer, n: Project) -> exp.Query | None:
         return None
     items = [alias(e.copy(), c) for e, c in zip(n.exprs, n.out, strict=True)] + [col(W)]
     return select(items, sub(d))
+
+
+def _delta_generate(r: Renderer, n: Generate) -> exp.Query | None:
+    """A generator maps each row to rows of its own: the delta's rows generate the
+    delta, each with its row's weight."""
+    d = r.delta(n.child)
+    return None if d is None else _generated(n, d, weighted=True)
 
 
 def _delta_union(r: Renderer, n: UnionAll) -> exp.Query | None:
@@ -295,12 +327,13 @@ def rel_within_change(r: Renderer, node: Node, keys: Sequence[exp.Expr], version
 
 def _trace_to_scan(node: Node, key: exp.Expr) -> tuple[Scan, str] | None:
     """The source column a bare key column of ``node`` carries unchanged, through
-    filters (which only drop rows) and renaming projections."""
+    filters (which only drop rows), generators (which repeat them) and renaming
+    projections."""
     if not isinstance(key, exp.Column) or key.table:
         return None
     name = key.name
     while True:
-        if isinstance(node, Filter):
+        if isinstance(node, Filter) or (isinstance(node, Generate) and name in node.child.columns):
             node = node.child
         elif isinstance(node, Project):
             if name not in node.out:
@@ -617,6 +650,7 @@ DELTA_RULES: dict[type, Callable[..., exp.Query | None]] = {
     UnionAll: _delta_union,
     Aggregate: _delta_aggregate,
     Window: _delta_window,
+    Generate: _delta_generate,
 }
 
 
@@ -633,18 +667,18 @@ def ranks_all_rows(root: Node) -> bool:
 
 
 def _rowwise(node: Node) -> bool:
-    return isinstance(node, Scan | Filter | Project | UnionAll) and all(
+    return isinstance(node, Scan | Filter | Project | UnionAll | Generate) and all(
         _rowwise(child) for child in node.children
     )
 
 
 def keeps_inserts_positive(node: Node) -> bool:
     """True when inserts into the sources can only insert rows here: every operator below
-    is a scan, filter, projection, UNION ALL or inner join, whose deltas take their
+    is a scan, filter, projection, generator, UNION ALL or inner join, whose deltas take their
     weights from the input deltas. Then a refresh over insert-only changes can append
     its delta without consolidating it (nothing can cancel or go negative)."""
     if isinstance(node, Join) and node.kind != "inner":
         return False
-    if not isinstance(node, (Scan, Filter, Project, UnionAll, Join)):
+    if not isinstance(node, (Scan, Filter, Project, UnionAll, Join, Generate)):
         return False
     return all(keeps_inserts_positive(child) for child in node.children)

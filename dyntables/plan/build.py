@@ -26,6 +26,7 @@ from dyntables.plan.ops import (
     AggCall,
     Aggregate,
     Filter,
+    Generate,
     Join,
     Node,
     Project,
@@ -125,6 +126,8 @@ def _referenced(root: Node) -> set[str]:
             exprs.extend(a.arg for a in n.aggs if a.arg is not None)
         elif isinstance(n, Window):
             exprs.extend(n.partition_by + n.funcs)
+        elif isinstance(n, Generate):
+            exprs.append(n.call)
         elif isinstance(n, UnionAll):
             for child in n.inputs:
                 used.update(child.columns)
@@ -171,7 +174,7 @@ def _prune_scans(root: Node, schema: Schema) -> Node:
                         "MAP_COLUMN", "Scan", f"{n.table} has no column Spark can group by"
                     )
             return Scan(n.table, tuple(s for s, _ in keep), tuple(o for _, o in keep))
-        if isinstance(n, (Filter, Project, Aggregate, Window)):
+        if isinstance(n, (Filter, Project, Aggregate, Window, Generate)):
             return replace(n, child=prune(n.child))
         if isinstance(n, Join):
             return replace(n, left=prune(n.left), right=prune(n.right))
@@ -318,7 +321,7 @@ class _Builder:
             raise NotIncremental(
                 "LIMIT", "LIMIT", "ORDER BY ... LIMIT keeps a moving top-N; recomputed FULL"
             )
-        for unsupported in ("laterals", "pivots", "qualify", "connect", "prewhere"):
+        for unsupported in ("pivots", "qualify", "connect", "prewhere"):
             if select.args.get(unsupported):
                 raise NotIncremental(
                     "UNSUPPORTED_CLAUSE", unsupported.upper(), "clause has no delta rule yet"
@@ -337,6 +340,8 @@ class _Builder:
         node, scope = self.relation(from_.this, ctes)
         for join in select.args.get("joins") or []:
             node, scope = self._join(node, scope, join, ctes)
+        for lateral in select.args.get("laterals") or []:
+            node, scope = self._lateral_view(node, scope, lateral)
         node, scope, select = self._time_window(node, scope, select)
         node, scope, select, late = self._scalar_subqueries(node, scope, select, ctes)
         where = select.args.get("where")
@@ -347,6 +352,15 @@ class _Builder:
         having = select.args.get("having")
         group = select.args.get("group")
         has_agg = any(_aggregates(e) for e in exprs) or having is not None
+        generators = [e for e in exprs if _generates(e)]
+        if generators and (group is not None or has_agg or any(e.find(exp.Window) for e in exprs)):
+            raise NotIncremental(
+                "GENERATOR",
+                _call_name(generators[0].this).upper(),
+                "a generator beside aggregates or window functions in one SELECT; recomputed FULL",
+            )
+        if len(generators) > 1:
+            raise NotIncremental("GENERATOR", "SELECT", "one generator per SELECT, as in Spark")
         if group is not None or has_agg:
             after = {k: c for k, (_, c) in late.items()}
             node, exprs, having_pred = self._aggregate(
@@ -359,9 +373,7 @@ class _Builder:
                 node = Filter(node, having_pred)
         else:
             post_scope = scope
-            exprs = [
-                self.expr(e.unalias() if isinstance(e, exp.Alias) else e, scope) for e in exprs
-            ]
+            node, exprs, names = self._select_list(node, scope, exprs)
         del post_scope
         node, exprs = self._windows(node, exprs)
         out = tuple(self.fresh() for _ in exprs)
@@ -371,6 +383,52 @@ class _Builder:
                 raise NotIncremental("DISTINCT_ON", "DISTINCT ON", "DISTINCT ON has no delta rule")
             node = self._distinct(node)
         return node, names
+
+    def _select_list(
+        self, node: Node, scope: Scope, items: list[exp.Expr]
+    ) -> tuple[Node, list[exp.Expr], list[str]]:
+        """The items of a SELECT that does not aggregate, over ``node``, and their names.
+        A generator among them (``explode(x) AS v``, ``posexplode(x) AS (p, v)``) is a
+        Generate below the projection, each column it makes an item of its own."""
+        exprs: list[exp.Expr] = []
+        names: list[str] = []
+        for e in items:
+            if _generates(e):
+                made = [c.name for c in e.expressions] if isinstance(e, exp.Aliases) else [e.alias]
+                out = tuple(self.fresh() for _ in made)
+                node = Generate(node, self.expr(e.this, scope), out)
+                exprs += [col(c) for c in out]
+                names += made
+                continue
+            exprs.append(self.expr(e.unalias() if isinstance(e, exp.Alias) else e, scope))
+            names.append(e.alias_or_name)
+        return node, exprs, names
+
+    def _lateral_view(self, node: Node, scope: Scope, lateral: exp.Expr) -> tuple[Node, Scope]:
+        """``LATERAL VIEW [OUTER] gen(...) g AS c1, c2``: each row beside the rows its
+        generator makes (its columns named, as Spark's defaults are not modelled)."""
+        alias = lateral.args.get("alias")
+        if not isinstance(lateral, exp.Lateral) or not lateral.args.get("view"):
+            raise NotIncremental(
+                "UNSUPPORTED_CLAUSE", "LATERAL", "LATERAL (subquery) has no delta rule yet"
+            )
+        if alias is None or not alias.columns:
+            raise NotIncremental(
+                "GENERATOR",
+                "LATERAL VIEW",
+                "name the columns it generates (LATERAL VIEW gen(...) g AS c1, ...) to"
+                " maintain it; recomputed FULL",
+            )
+        made = [c.name for c in alias.columns]
+        out = tuple(self.fresh() for _ in made)
+        generated = Generate(
+            node, self.expr(lateral.this, scope), out, outer=bool(lateral.args.get("outer"))
+        )
+        table = alias.name.lower()
+        return generated, {
+            **scope,
+            **{(table, c.lower()): o for c, o in zip(made, out, strict=True)},
+        }
 
     # -- FROM ------------------------------------------------------------------------------
     def relation(self, source: exp.Expr, ctes: dict[str, exp.Expr]) -> tuple[Node, Scope]:
@@ -922,14 +980,16 @@ def _refuse_unmodelled(tree: exp.Query) -> None:
             "a sample draws other rows each time it runs; the changed rows alone cannot "
             "say which rows it keeps; recomputed FULL",
         )
-    generators = [n for n in nodes if _call_name(n) in _GENERATORS]
-    if generators or any(isinstance(n, exp.Aliases) for n in nodes):
-        raise NotIncremental(
-            "GENERATOR",
-            _call_name(generators[0]).upper() if generators else "AS (...)",
-            "a generator in SELECT (explode, inline, stack, ...) makes rows and columns "
-            "the compiler does not model; recomputed FULL",
-        )
+    for n in nodes:
+        if (_call_name(n) in _GENERATORS or isinstance(n, exp.Aliases)) and not _modelled_generator(
+            n
+        ):
+            raise NotIncremental(
+                "GENERATOR",
+                _call_name(n).upper() or "AS (...)",
+                "a generator is maintained as a named item of a SELECT list (explode(x) AS v)"
+                " or a LATERAL VIEW with named columns; recomputed FULL",
+            )
     for select in tree.find_all(exp.Select):
         where = select.args.get("where")
         if where is not None and _own_time_windows(where) and _has_star(select):
@@ -937,6 +997,26 @@ def _refuse_unmodelled(tree: exp.Query) -> None:
             raise NotIncremental(
                 "TIME_WINDOW", "window", "window() in WHERE under SELECT *; recomputed FULL"
             )
+
+
+def _generates(item: exp.Expr) -> bool:
+    """A SELECT item that is a generator named by its alias(es)."""
+    if isinstance(item, exp.Aliases):
+        return True
+    return isinstance(item, exp.Alias) and _call_name(item.this) in _GENERATORS
+
+
+def _modelled_generator(n: exp.Expr) -> bool:
+    """A generator (or ``AS (a, b)``) where the compiler models it: the call of a
+    LATERAL VIEW, or a named item of a SELECT list (Spark's default names for an unnamed
+    one, ``col``, ``pos``, ``key``, ``value``, are not)."""
+    parent = n.parent
+    if isinstance(parent, exp.Lateral) and n.arg_key == "this":
+        return bool(parent.args.get("view"))
+    if isinstance(parent, exp.Alias | exp.Aliases) and n.arg_key == "this":
+        n, parent = parent, parent.parent  # the generator named: where is its name?
+    named = isinstance(n, exp.Alias | exp.Aliases)
+    return named and isinstance(parent, exp.Select) and n.arg_key == "expressions"
 
 
 def _inline_named_windows(tree: exp.Query) -> exp.Query:

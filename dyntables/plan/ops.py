@@ -153,6 +153,27 @@ class UnionAll(Node):
 
 
 @dataclass(frozen=True, eq=False)
+class Generate(Node):
+    """Each row of ``child`` beside every row its generator ``call`` makes of it
+    (``LATERAL VIEW explode(x) g AS v``, or ``explode(x) AS v`` in a SELECT list);
+    ``out`` names the generated columns. ``outer``: a row that generates nothing is
+    kept once, with NULLs (LATERAL VIEW OUTER)."""
+
+    child: Node
+    call: exp.Expr
+    out: tuple[str, ...]
+    outer: bool = False
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return self.child.columns + self.out
+
+    @property
+    def children(self) -> tuple[Node, ...]:
+        return (self.child,)
+
+
+@dataclass(frozen=True, eq=False)
 class Window(Node):
     """Window functions over ``child``; ``partition_by`` is what every function shares."""
 

@@ -36,6 +36,7 @@ RULES = {
     "Filter": "filter the delta rows",
     "Project": "project the delta rows, keeping weights",
     "UnionAll": "union of the inputs' deltas",
+    "Generate": "the generator applied to the delta rows, each generated row with its row's weight",
     "Window": (
         "recompute the partitions whose keys appear in the delta (a large input read"
         " only within the change's range of a partition key)"

@@ -608,9 +608,24 @@ class QueryGen:
     def spj(
         self, max_tables: int = 3, outer: bool = True, semi: bool = True, prefix: str = "c"
     ) -> Query:
+        ch = self.ch
         rel = self.from_clause(max_tables, outer)
+        if chance(ch, 0.08):  # each row beside 0 to 3 rows of its own (none for a NULL key)
+            a = self.alias("g")
+            outer_view = " OUTER" if chance(ch, 0.5) else ""
+            rel.from_sql += (
+                f" LATERAL VIEW{outer_view} explode(sequence(0, pmod({self.key_of(rel.scope).sql}, 4) - 1))"
+                f" {a} AS v"
+            )
+            rel.scope = [*rel.scope, Ref(f"{a}.v", INT, True)]
+            rel.tags.add("generator")
         where = self.where(rel, semi)
         items, cols = self.projection(rel.scope, prefix=prefix)
+        if chance(ch, 0.06):  # a generator in the SELECT list
+            name = f"{prefix}{len(cols)}"
+            items.append(f"explode_outer(split({self.atom(rel.scope, STR)}, 'a')) AS {name}")
+            cols.append(Col(name, STR))
+            rel.tags.add("generator")
         sql = f"SELECT {', '.join(items)} FROM {rel.from_sql}{where}"
         return Query(sql, cols, set(rel.tags), rel.tables, rel.grammar)
 

@@ -12,6 +12,7 @@ from dyntables.plan.ops import (
     RECOMPUTED,
     Aggregate,
     Filter,
+    Generate,
     Join,
     Project,
     UnionAll,
@@ -189,15 +190,14 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
         ("SELECT k, max_by(n, z) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
         ("SELECT k, mode(n) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
         ("SELECT k, approx_count_distinct(n) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
-        # generators: one row in, several rows (and for some several columns) out
-        ("SELECT k, explode(sequence(1, n)) AS i FROM t0", "GENERATOR"),
-        (
-            "SELECT k, COUNT(*) AS c FROM (SELECT k, posexplode(sequence(1, n)) AS (p, v) "
-            "FROM t0) x GROUP BY k",
-            "GENERATOR",
-        ),
-        ("SELECT k, stack(2, n, z) AS v FROM t0", "GENERATOR"),
-        ("SELECT k, inline_outer(array(struct(n, z))) FROM t0", "GENERATOR"),
+        # generators the compiler does not model: unnamed (Spark names their columns),
+        # inside an expression, beside an aggregate or a window function, a map's
+        ("SELECT k, explode(sequence(1, n)) FROM t0", "GENERATOR"),
+        ("SELECT k, explode(sequence(1, n)) + 1 AS i FROM t0", "GENERATOR"),
+        ("SELECT k, explode(sequence(1, COUNT(*))) AS i FROM t0 GROUP BY k", "GENERATOR"),
+        ("SELECT k, stack(2, n, z) AS v, RANK() OVER (ORDER BY k) AS r FROM t0", "GENERATOR"),
+        ("SELECT k, x.col FROM t0 LATERAL VIEW explode(sequence(1, n)) x", "GENERATOR"),
+        ("SELECT k, explode(m) AS (a, b) FROM t0", "MAP_COLUMN"),
         ("SELECT k, n FROM t0 TABLESAMPLE (50 PERCENT)", "TABLESAMPLE"),
         ("SELECT a.k FROM t0 AS a TABLESAMPLE (2 ROWS) JOIN t1 ON a.k = t1.k", "TABLESAMPLE"),
         # scalar subqueries that may return other than one row, or correlated otherwise
@@ -278,6 +278,42 @@ def test_a_join_with_no_equality_keeps_its_kept_side_rule(
     ]
     assert join.kind == kind and join.left_keys == () and join.right_keys == ()
     assert (join.residual is not None) == residual
+
+
+@pytest.mark.parametrize(
+    ("sql", "names", "generated", "outer"),
+    [
+        ("SELECT k, explode(sequence(1, n)) AS i FROM t0 WHERE n > 0", ("k", "i"), 1, False),
+        (
+            "SELECT k, posexplode(sequence(1, n)) AS (p, v), z FROM t0",
+            ("k", "p", "v", "z"),
+            2,
+            False,
+        ),
+        (
+            "SELECT k, inline_outer(array(struct(n, z))) AS (a, b) FROM t0",
+            ("k", "a", "b"),
+            2,
+            False,
+        ),
+        (
+            "SELECT t0.k, g.v FROM t0 LATERAL VIEW OUTER explode(sequence(1, t0.n)) g AS v",
+            ("k", "v"),
+            1,
+            True,
+        ),
+    ],
+)
+def test_a_named_generator_is_an_operator_of_its_own(
+    sql: str, names: tuple[str, ...], generated: int, outer: bool
+) -> None:
+    """The rows a generator makes of each row are a function of that row alone: a
+    Generate below the projection (and, in a SELECT list, below the WHERE's filter)."""
+    plan = build_plan(sql, SCHEMA, qualify)
+    (gen,) = [n for n in walk_post_order(plan.root) if isinstance(n, Generate)]
+    assert plan.output_names == names
+    assert len(gen.out) == generated and gen.outer == outer
+    assert isinstance(plan.root, Project) and plan.root.child is gen
 
 
 def test_named_windows_are_written_out_in_each_over() -> None:

@@ -346,6 +346,35 @@ def test_a_band_join_refreshes_incrementally(lh: Lakehouse, unique) -> None:
     assert lh.sql(f"SELECT count(*) FROM {priced}").first()[0] == 0
 
 
+def test_a_generator_refreshes_from_the_changed_rows_alone(lh: Lakehouse, unique) -> None:
+    """Tags exploded into rows (an ODS -> DWD step): new events generate only their own
+    rows, appended without reading the table or the older events; an event corrected
+    or deleted takes its generated rows with it."""
+    events, tags, exploded = unique("ev"), unique("tags"), unique("ex")
+    lh.sql(
+        f"""
+        CREATE TABLE {events} (id BIGINT, tags STRING);
+        INSERT INTO {events} SELECT id, concat('t', id % 7, ',t', id % 3) FROM range(0, 1000);
+        CREATE DYNAMIC TABLE {tags} AS SELECT e.id, g.pos, g.tag FROM {events} e
+          LATERAL VIEW OUTER posexplode(split(e.tags, ',')) g AS pos, tag;
+        CREATE DYNAMIC TABLE {exploded} AS SELECT id, explode(split(tags, ',')) AS tag
+          FROM {events} WHERE id % 2 = 0
+        """
+    )
+    lh.sql(f"INSERT INTO {events} VALUES (1000, 'a,b,c'), (1001, NULL), (1002, '')")
+    for dt in (tags, exploded):
+        assert _refresh(lh, dt)[0] == "INCREMENTAL"
+        assert int(_stats(lh, dt)["input_rows"]) == 3  # the new events, nothing else
+        assert_oracle(lh, dt)
+    lh.sql(
+        f"UPDATE {events} SET tags = 'x' WHERE id IN (2, 1000); DELETE FROM {events} WHERE id = 4"
+    )
+    for dt in (tags, exploded):
+        assert _refresh(lh, dt)[0] == "INCREMENTAL"
+        assert_oracle(lh, dt)
+    assert lh.sql(f"SELECT count(*) FROM {tags} WHERE id = 1000").first()[0] == 1
+
+
 def test_deletes_in_a_large_table_read_only_the_files_they_can_be_in(
     lh: Lakehouse, unique, monkeypatch
 ) -> None:
