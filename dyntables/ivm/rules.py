@@ -146,10 +146,10 @@ _JOIN_SQL = {
 
 
 def _join_condition(n: Join) -> exp.Expr:
-    cond = eq_all(n.left_keys, n.right_keys) if n.left_keys else exp.true()
+    parts = [eq_all(n.left_keys, n.right_keys)] if n.left_keys else []
     if n.residual is not None:
-        cond = exp.and_(cond, n.residual.copy())
-    return cond
+        parts.append(n.residual.copy())
+    return exp.and_(*parts) if parts else exp.true()
 
 
 def _rel_join(r: Renderer, n: Join, version: str) -> exp.Query:
