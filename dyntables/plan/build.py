@@ -242,17 +242,15 @@ class _Builder:
     def _intersect_except(
         self, q: exp.Intersect | exp.Except, ctes: dict[str, exp.Expr]
     ) -> tuple[Node, list[str]]:
-        """INTERSECT / EXCEPT (DISTINCT) as a GROUP BY of every column over both sides
-        united, each row marked with the side it comes from: a row is in the answer when
-        its group has rows from the left and (INTERSECT) some or (EXCEPT) none from the
-        right. The union widens the two sides' types as Spark's set operations do, and
-        grouping treats NULLs as equal as they do; the aggregate keeps the counts, so a
-        change touches only the rows' own groups."""
+        """INTERSECT / EXCEPT as a GROUP BY of every column over both sides united, each
+        row marked with the side it comes from: a row is in the answer when its group has
+        rows from the left and (INTERSECT) some or (EXCEPT) none from the right; with ALL,
+        as many copies as the group has on both sides (INTERSECT ALL: the smaller count)
+        or more on the left (EXCEPT ALL: the difference), made by a generator. The union
+        widens the two sides' types as Spark's set operations do, and grouping treats
+        NULLs as equal as they do; the aggregate keeps the counts, so a change touches
+        only the rows' own groups."""
         operator = type(q).__name__.upper()
-        if not q.args.get("distinct"):
-            raise NotIncremental(
-                "SET_OPERATION", f"{operator} ALL", f"{operator} ALL has no delta rule yet"
-            )
         if q.args.get("limit") or q.args.get("offset"):
             raise NotIncremental(
                 "LIMIT", "LIMIT", "ORDER BY ... LIMIT keeps a moving top-N; recomputed FULL"
@@ -274,15 +272,29 @@ class _Builder:
         from_left = AggCall("sum", col(in_left), self.fresh())
         from_right = AggCall("sum", col(in_right), self.fresh())
         groups = Aggregate(both, keys, tuple(self.fresh() for _ in keys), (from_left, from_right))
-        right_rows = exp.GT if isinstance(q, exp.Intersect) else exp.EQ
-        kept = Filter(
-            groups,
-            exp.and_(
-                exp.GT(this=col(from_left.column), expression=exp.Literal.number(0)),
-                right_rows(this=col(from_right.column), expression=exp.Literal.number(0)),
-            ),
-        )
+        on_left, on_right = col(from_left.column), col(from_right.column)
+        zero = exp.Literal.number(0)
         out = tuple(self.fresh() for _ in names)
+        if q.args.get("distinct"):
+            right_rows = exp.GT if isinstance(q, exp.Intersect) else exp.EQ
+            kept: Node = Filter(
+                groups,
+                exp.and_(
+                    exp.GT(this=on_left, expression=zero),
+                    right_rows(this=on_right, expression=zero.copy()),
+                ),
+            )
+        else:
+            copies: exp.Expr = (
+                exp.Least(this=on_left, expressions=[on_right])
+                if isinstance(q, exp.Intersect)
+                else exp.Sub(this=on_left, expression=on_right)
+            )
+            positive = Filter(groups, exp.GT(this=copies, expression=zero))
+            each = exp.Explode(
+                this=exp.GenerateSeries(start=exp.Literal.number(1), end=copies.copy())
+            )
+            kept = Generate(positive, each, (self.fresh(),))
         return Project(kept, tuple(col(c) for c in groups.key_columns), out), list(names)
 
     def _grouping_sets(

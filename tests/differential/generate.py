@@ -258,8 +258,6 @@ REJECTED_KINDS = (
     "limit",
     "not_in_pair",
     "count_distinct",
-    "intersect_all",
-    "except_all",
     "scalar_non_equi",
     "rollup_ranked",
     "outer_non_equi",
@@ -861,8 +859,9 @@ class QueryGen:
             tables |= rel.tables
         sql = branches[0]
         for branch in branches[1:]:  # INTERSECT binds tighter than UNION and EXCEPT
-            op = pick(ch, ("UNION", "UNION", "INTERSECT", "EXCEPT")) if distinct else "UNION ALL"
-            tags.add(op.lower() if distinct else "union_all")
+            ops = ("UNION", "UNION", "INTERSECT", "EXCEPT")
+            op = pick(ch, ops) if distinct else pick(ch, tuple(f"{o} ALL" for o in ops))
+            tags.add(op.split()[0].lower() if op != "UNION ALL" else "union_all")
             sql += f" {op} {branch}"
         cols = [Col(f"c{i}", t, t in INTEGRAL) for i, t in enumerate(types)]
         if (
@@ -1059,21 +1058,6 @@ class QueryGen:
         ch = self.ch
         kind = pick(ch, REJECTED_KINDS)
         tags = {"rejected", f"rejected:{kind}"}
-        if kind in ("intersect_all", "except_all"):
-            types = [pick(ch, (INT, STR)) for _ in range(ch.int(1, 2))]
-            parts = []
-            tables: set[str] = set()
-            for _ in range(2):
-                rel = self.from_clause(1)
-                where = self.where(rel, semi=False)
-                parts.append(
-                    f"SELECT {', '.join(f'{self.atom(rel.scope, t)} AS c{i}' for i, t in enumerate(types))} "
-                    f"FROM {rel.from_sql}{where}"
-                )
-                tables |= rel.tables
-            cols = [Col(f"c{i}", t) for i, t in enumerate(types)]
-            op = f" {kind.split('_')[0].upper()} ALL "
-            return Query(op.join(parts), cols, tags, tables, grammar=False)
         if kind == "limit":
             q = self.spj(2)
             order = ", ".join(f"c{i}" for i in range(len(q.cols)))
