@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from dyntables.engine.checkpoint import forget_view
 from dyntables.engine.frames import PRUNABLE_TYPES, literal
 from dyntables.ivm.sqlb import W, null_safe_eq_all, raise_error
 
@@ -189,7 +190,7 @@ def _rewrite_counted(
             f"(SELECT {cols}, {checked} AS {m} FROM {view}) _k WHERE {m} > 0) _e"
         )
     finally:
-        spark.catalog.dropTempView(view)
+        forget_view(spark, view)
     counts = observed(observation, ("ins", "del"))
     inserted, deleted = int(counts["ins"]), int(counts["del"])
     return Applied(inserted, deleted, unchanged=inserted == 0 and deleted == 0)

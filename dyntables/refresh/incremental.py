@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from dyntables.catalog.definition import snapshot_of, table_name_of
 from dyntables.catalog.iceberg import load_table
-from dyntables.engine.checkpoint import frozen, release
+from dyntables.engine.checkpoint import forget_view, frozen, release
 from dyntables.ivm import aggregate as agg
 from dyntables.ivm.cost import reads_large_input, recomputes_large_input
 from dyntables.ivm.rules import (
@@ -305,7 +305,7 @@ def incremental_refresh(
         for df in checkpoints:
             release(df)
         for view in views:
-            spark.catalog.dropTempView(view)
+            forget_view(spark, view)
         if rewrite is not None:
             rewrite.close()
         task_sets.close()
@@ -379,14 +379,14 @@ class _Rewrite:
         try:
             self.spark.sql(f"INSERT OVERWRITE {table_sql} {rows_sql}")
         finally:
-            self.spark.catalog.dropTempView(self.observed)
+            forget_view(self.spark, self.observed)
         counts = observed(observation, ("ins", "del"))
         ins, dels = int(counts["ins"]), int(counts["del"])
         return Applied(ins, dels, unchanged=ins == 0 and dels == 0)
 
     def close(self) -> None:
         self.cached.unpersist()
-        self.spark.catalog.dropTempView(self.view)
+        forget_view(self.spark, self.view)
 
 
 def _weigh_before_writing(
