@@ -137,7 +137,7 @@ def build_sql(
             items.append(alias(arg.copy(), names["v"]))  # type: ignore[union-attr]
     q = select(items, sub(child))
     if node.keys:
-        q = q.group_by(*(group_key(k) for k in node.keys))
+        q = q.group_by(*(group_key(k) for k in node.keys), copy=False)
     return q
 
 
@@ -149,9 +149,9 @@ def build_distinct_sql(node: Aggregate, call: AggCall, child: exp.Query) -> exp.
     items = [alias(k.copy(), name) for k, name in zip(node.keys, lay.keys, strict=True)]
     items += [alias(arg.copy(), "v"), alias(exp.Count(this=exp.Star()), CNT)]
     q = select(items, sub(child)).where(
-        exp.Not(this=exp.Is(this=arg.copy(), expression=exp.null()))
+        exp.Not(this=exp.Is(this=arg.copy(), expression=exp.null())), copy=False
     )
-    return q.group_by(*(group_key(k) for k in node.keys), group_key(arg))
+    return q.group_by(*(group_key(k) for k in node.keys), group_key(arg), copy=False)
 
 
 def distinct_change_sql(
@@ -165,8 +165,8 @@ def distinct_change_sql(
     d_items += [alias(arg.copy(), "v"), alias(exp.Sum(this=col(SIGN)), "d_" + CNT)]
     dq = (
         select(d_items, sub(signed_rows(delta)))
-        .where(exp.Not(this=exp.Is(this=arg.copy(), expression=exp.null())))
-        .group_by(*(group_key(k) for k in node.keys), group_key(arg))
+        .where(exp.Not(this=exp.Is(this=arg.copy(), expression=exp.null())), copy=False)
+        .group_by(*(group_key(k) for k in node.keys), group_key(arg), copy=False)
     )
     names = [*lay.keys, "v"]
     on = null_safe_eq_all([col(n, "_d") for n in names], [col(n, "_o") for n in names])
@@ -204,7 +204,7 @@ def distinct_count_delta_sql(node: Aggregate, call_index: int, change_view: str)
     )
     items = [alias(col(k), k) for k in lay.keys] + [alias(exp.Sum(this=gained), f"dd{call_index}")]
     q = select(items, change_view)
-    return q.group_by(*(col(k) for k in lay.keys)) if lay.keys else q
+    return q.group_by(*(col(k) for k in lay.keys), copy=False) if lay.keys else q
 
 
 def distinct_rewrite_statement(node: Aggregate, table: str, change_view: str) -> str:
@@ -279,7 +279,7 @@ def finalized(
         items.append(alias(finalize(call, names, avg_types.get(call.column), prefix), call.column))
     q = select(items, sub(state))
     if node.keys:
-        q = q.where(exp.GT(this=col(prefix + CNT), expression=lit(0)))
+        q = q.where(exp.GT(this=col(prefix + CNT), expression=lit(0)), copy=False)
     return q
 
 
@@ -366,7 +366,7 @@ def delta_sql(
             items.append(alias(fn(this=dele), "x_" + names["m"]))
     q = select(items, sub(signed_rows(delta)))
     if node.keys:
-        q = q.group_by(*(group_key(k) for k in node.keys))
+        q = q.group_by(*(group_key(k) for k in node.keys), copy=False)
     return q
 
 
@@ -548,7 +548,7 @@ def recompute_sql(node: Aggregate, child_new: exp.Query, change_view: str) -> ex
             items.append(alias(call.arg.copy(), "m_" + names["v"]))  # type: ignore[union-attr]
     q = select(items, sub(restricted))
     if node.keys:
-        q = q.group_by(*(group_key(k) for k in node.keys))
+        q = q.group_by(*(group_key(k) for k in node.keys), copy=False)
     return q
 
 
@@ -724,7 +724,7 @@ def rebuild_sql(
             empty = exp.EQ(this=count.copy(), expression=lit(0))
             items.append(alias(exp.If(this=empty, true=exp.null(), false=total), "n_" + names["s"]))
     q = select(items, sub(union_all([old_rows, change_rows])))
-    return q.group_by(*(col(k) for k in lay.keys)) if lay.keys else q
+    return q.group_by(*(col(k) for k in lay.keys), copy=False) if lay.keys else q
 
 
 def rebuilt_state_statement(node: Aggregate, state_table: str, rebuild: exp.Query) -> str:
@@ -734,7 +734,7 @@ def rebuilt_state_statement(node: Aggregate, state_table: str, rebuild: exp.Quer
     items = [col(k) for k in lay.keys] + [alias(col("n_" + v), v) for v in lay.value_columns]
     q = select(items, sub(rebuild))
     if node.keys:
-        q = q.where(exp.NEQ(this=col("n_" + CNT), expression=lit(0)))
+        q = q.where(exp.NEQ(this=col("n_" + CNT), expression=lit(0)), copy=False)
     return f"INSERT OVERWRITE {state_table} {q.sql('spark')}"
 
 
