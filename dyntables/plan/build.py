@@ -305,17 +305,14 @@ class _Builder:
         everything: list[exp.Expr],
     ) -> tuple[Node, list[str]]:
         """ROLLUP / CUBE / GROUPING SETS: one plain GROUP BY per set, united (see
-        :mod:`.grouping_sets`)."""
-        if any(e.find(exp.Window) for e in select.expressions):
-            raise NotIncremental(
-                "GROUPING_SETS", "GROUP BY", "a window function over grouping sets' rows"
-            )
+        :mod:`.grouping_sets`); window functions and DISTINCT over the united rows."""
         if _own_time_windows(select):
             # Spark computes the bucket once below all the sets, dropping the rows whose
             # time is NULL from every set, also those that do not group by the bucket
             raise NotIncremental("GROUPING_SETS", "GROUP BY", "window() in grouping sets")
-        if select.args.get("distinct"):
-            raise NotIncremental("GROUPING_SETS", "GROUP BY", "SELECT DISTINCT over grouping sets")
+        on_top = grouping_sets.over_rows(select)
+        if on_top is not None:
+            return self._select(on_top, ctes)
         names = [e.alias_or_name for e in select.expressions]
         try:
             branches = [grouping_sets.branch(select, keys, everything) for keys in sets]

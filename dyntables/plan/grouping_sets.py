@@ -134,3 +134,63 @@ def _bits(args: list[exp.Expr], absent: list[exp.Expr], type_sql: str) -> exp.Ex
     for arg in args:
         value = value * 2 + (1 if arg in absent else 0)
     return exp.cast(exp.Literal.number(value), type_sql)
+
+
+# the alias of the grouping sets' rows under the SELECT that applies windows and DISTINCT
+# over them, and the prefix of the columns it reads there
+ROWS_ALIAS = "_gs"
+
+
+def over_rows(select: exp.Select) -> exp.Select | None:
+    """A SELECT whose window functions or DISTINCT apply to the rows of all its grouping
+    sets together, as Spark applies them after ``Expand`` and ``Aggregate``: rewritten as
+    ``SELECT [DISTINCT] ... FROM (<the grouping sets' rows>) _gs``, every part of a
+    window that reads the groups (an aggregate, a key, GROUPING(k)) a column of the rows
+    below. None when there is nothing to apply on top."""
+    if not select.args.get("distinct") and not any(e.find(exp.Window) for e in select.expressions):
+        return None
+    lifted: list[exp.Expr] = []
+
+    def lift(e: exp.Expr) -> exp.Expr:
+        """``e`` read from the rows below: a column there named ``_gs<n>``."""
+        name = f"{ROWS_ALIAS}{len(lifted)}"
+        lifted.append(exp.alias_(e.copy(), name))
+        return exp.column(name, ROWS_ALIAS)
+
+    def kept(e: exp.Expr) -> bool:
+        return isinstance(e, exp.Literal | exp.Star | exp.Null | exp.Boolean)
+
+    def over(e: exp.Expr) -> exp.Expr:
+        if isinstance(e, exp.Window):
+            call = e.this.this if isinstance(e.this, exp.IgnoreNulls | exp.RespectNulls) else e.this
+            for arg in list(call.iter_expressions()):
+                if not kept(arg):
+                    arg.replace(lift(arg))
+            for part in e.args.get("partition_by") or []:
+                if not kept(part):
+                    part.replace(lift(part))
+            order = e.args.get("order")
+            for ordered in order.expressions if order is not None else []:
+                if not kept(ordered.this):
+                    ordered.set("this", lift(ordered.this))
+            return e
+        if not e.find(exp.Window):
+            return e if kept(e) else lift(e)
+        for child in list(e.iter_expressions()):
+            new = over(child)
+            if new is not child:
+                child.replace(new)
+        return e
+
+    items = []
+    for item in select.expressions:
+        value = item.unalias() if isinstance(item, exp.Alias) else item
+        items.append(exp.alias_(over(value.copy()), item.alias_or_name))
+    rows = select.copy()
+    rows.set("expressions", lifted)
+    rows.set("distinct", None)
+    rows.set("order", None)
+    outer = exp.select(*items).from_(rows.subquery(ROWS_ALIAS))
+    if select.args.get("distinct"):
+        outer.set("distinct", exp.Distinct())
+    return outer

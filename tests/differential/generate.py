@@ -259,7 +259,6 @@ REJECTED_KINDS = (
     "not_in_pair",
     "count_distinct",
     "scalar_non_equi",
-    "rollup_ranked",
     "outer_non_equi",
     "bool_agg",
 )
@@ -715,7 +714,7 @@ class QueryGen:
             tags.add("window_rank")
         grouping = ""
         windowed = any("OVER (" in item for item in items)
-        if keys and not windowed and (sets if sets is not None else chance(ch, 0.1)):
+        if keys and (sets if sets is not None else chance(ch, 0.1)):
             # one GROUP BY per set, the keys a set lacks shown as NULL
             form = pick(ch, ["ROLLUP", "CUBE", "SETS", "WITH"])
             if form == "SETS":
@@ -1078,22 +1077,17 @@ class QueryGen:
                 set(),
                 rel.tables | inner.tables,
             )
-        elif kind in ("count_distinct", "bool_agg", "rollup_ranked"):
+        elif kind in ("count_distinct", "bool_agg"):
             rel = self.from_clause(1)
             key = self.key_of(rel.scope)
             typ = self.any_type(rel.scope)
             if kind == "count_distinct":
                 agg, atyp = f"COUNT(DISTINCT {self.atom(rel.scope, typ)})", BIGINT
-            elif kind == "bool_agg":
-                agg, atyp = f"bool_or({self.pred(rel.scope, 0)})", "BOOLEAN"
             else:
-                agg, atyp = "COUNT(*)", BIGINT
-            group = f"ROLLUP({key.sql})" if kind == "rollup_ranked" else key.sql
-            ranked = ", RANK() OVER (ORDER BY COUNT(*)) AS c2" if kind == "rollup_ranked" else ""
+                agg, atyp = f"bool_or({self.pred(rel.scope, 0)})", "BOOLEAN"
             q = Query(
-                f"SELECT {key.sql} AS c0, {agg} AS c1{ranked} FROM {rel.from_sql} GROUP BY {group}",
-                [Col("c0", key.type, key.key), Col("c1", atyp)]
-                + ([Col("c2", INT)] if ranked else []),
+                f"SELECT {key.sql} AS c0, {agg} AS c1 FROM {rel.from_sql} GROUP BY {key.sql}",
+                [Col("c0", key.type, key.key), Col("c1", atyp)],
                 set(),
                 rel.tables,
             )

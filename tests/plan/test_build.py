@@ -231,12 +231,6 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
             "CORRELATED_IN",
         ),
         # grouping sets the union of GROUP BYs cannot express, or too many of them
-        (
-            "SELECT k, COUNT(*) AS c, RANK() OVER (ORDER BY COUNT(*)) AS r FROM t0 "
-            "GROUP BY ROLLUP(k)",
-            "GROUPING_SETS",
-        ),
-        ("SELECT DISTINCT k FROM t0 GROUP BY ROLLUP(k, n)", "GROUPING_SETS"),
         ("SELECT k, GROUPING(z) AS g FROM t0 GROUP BY ROLLUP(k)", "GROUPING_SETS"),
         ("SELECT k FROM t0 GROUP BY CUBE(k, n, z, ts, k + 1, n + 1)", "GROUPING_SETS"),
         ("SELECT k FROM t0 GROUP BY GROUPING SETS (ROLLUP(k), n)", "GROUPING_SETS"),
@@ -322,6 +316,29 @@ def test_a_set_operation_with_all_makes_each_groups_copies(op: str) -> None:
     assert kinds[-4:] == ["Aggregate", "Filter", "Generate", "Project"]
     (gen,) = [n for n in walk_post_order(plan.root) if isinstance(n, Generate)]
     assert ("LEAST" in gen.call.sql("spark")) == (op == "INTERSECT ALL")
+
+
+@pytest.mark.parametrize(
+    ("sql", "top"),
+    [
+        (
+            "SELECT k, COUNT(*) AS c, RANK() OVER (PARTITION BY GROUPING(k) ORDER BY COUNT(*)) AS r "
+            "FROM t0 GROUP BY ROLLUP(k)",
+            Window,
+        ),
+        ("SELECT DISTINCT k FROM t0 GROUP BY ROLLUP(k, n)", Aggregate),
+    ],
+)
+def test_windows_and_distinct_apply_over_all_grouping_sets_rows(sql: str, top: type) -> None:
+    """Spark ranks (or deduplicates) the rows of every grouping set together: the
+    window or DISTINCT sits above the union of the sets' GROUP BYs, reading the
+    aggregates and GROUPING(k) it needs as columns of the sets' rows."""
+    plan = build_plan(sql, SCHEMA, qualify)
+    nodes = walk_post_order(plan.root)
+    (union,) = [n for n in nodes if isinstance(n, UnionAll)]
+    above = nodes[nodes.index(union) + 1 :]
+    assert any(isinstance(n, top) for n in above)
+    assert not any(isinstance(n, Window) for n in nodes[: nodes.index(union)])
 
 
 def test_named_windows_are_written_out_in_each_over() -> None:
