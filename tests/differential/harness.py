@@ -64,12 +64,13 @@ _THRESHOLDS = threading.Lock()
 
 @contextlib.contextmanager
 def _thresholds_of(large: int) -> Iterator[None]:
-    """apply's thresholds as ``as_if_large`` chose, restored afterwards; the delta
-    rules also read every join side, window input and recomputed group within the
-    change's key range, as they do a large source's (otherwise no scenario's sources
-    would be large enough to take that path). A scenario that is not large leaves them
-    alone (and may run while another holds them changed: it then takes the large paths
-    too, which its oracle checks just as well)."""
+    """apply's thresholds as ``as_if_large`` chose, restored afterwards; at level 2 the
+    delta rules also read every join side, window input and recomputed group within
+    the change's key range, as they do a large source's (otherwise no scenario's
+    sources would be large enough to take that path; it costs a small job per key
+    range, so one scenario in four). A scenario that is not large leaves them alone
+    (and may run while another holds them changed: it then takes the large paths too,
+    which its oracle checks just as well)."""
     if not large:
         yield
         return
@@ -80,9 +81,10 @@ def _thresholds_of(large: int) -> Iterator[None]:
             apply.OVERWRITE_FILES_PER_VALUE,
             rules.PRUNE_MIN_ROWS,
         )
-        apply.SINGLE_JOB_MAX_ROWS, apply.REWRITE_MAX_ROWS, rules.PRUNE_MIN_ROWS = 0, 0, 0
-        if large == 2:  # partitions overwritten whatever their files
+        apply.SINGLE_JOB_MAX_ROWS, apply.REWRITE_MAX_ROWS = 0, 0
+        if large == 2:  # partitions overwritten whatever their files; sides read in range
             apply.OVERWRITE_FILES_PER_VALUE = 1_000_000
+            rules.PRUNE_MIN_ROWS = 0
         try:
             yield
         finally:
