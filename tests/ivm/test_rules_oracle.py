@@ -69,15 +69,16 @@ QUERIES = {
     "LEFT JOIN {p} q ON p.cat = q.cat AND q.brand IS NOT NULL RIGHT JOIN {p} r ON r.p = o.p",
     "exists": "SELECT o.id, o.k FROM {o} o WHERE EXISTS (SELECT 1 FROM {p} p WHERE p.p = o.p AND p.cat <> 'N')",
     "not_exists": "SELECT o.id, o.k FROM {o} o WHERE NOT EXISTS (SELECT 1 FROM {p} p WHERE p.p = o.p)",
-    "exists_with_residual": "SELECT o.id FROM {o} o WHERE EXISTS (SELECT 1 FROM {p} p WHERE p.p = o.p AND p.brand > o.k)",
+    # NULL keys that match (<=>): keyed by whether the key is NULL and by its value
+    "null_safe_left_join": "SELECT o.id, p.cat FROM {o} o LEFT JOIN {p} p ON o.p <=> p.p",
+    "null_safe_not_exists": "SELECT o.id FROM {o} o WHERE NOT EXISTS (SELECT 1 FROM {p} p WHERE p.p <=> o.p AND p.cat <> 'B')",
     # no equality: a change of the other side touches every kept row
     "band_join": "SELECT o.id, p.cat FROM {o} o LEFT JOIN {p} p ON o.qty BETWEEN p.p AND p.p + 1",
     "right_band_join": "SELECT o.id, p.p FROM {o} o RIGHT JOIN {p} p ON o.p > p.p",
     "exists_non_equi": "SELECT o.id FROM {o} o WHERE EXISTS (SELECT 1 FROM {p} p WHERE p.p > o.qty)",
     "not_exists_non_equi": "SELECT o.id, o.k FROM {o} o WHERE NOT EXISTS (SELECT 1 FROM {p} p WHERE p.p < o.p AND p.cat IS NOT NULL)",
-    # an uncorrelated EXISTS turning true, a NOT EXISTS turning false (cat 'Z' appears)
+    # an uncorrelated EXISTS turning true (cat 'Z' appears)
     "exists_uncorrelated": "SELECT o.id FROM {o} o WHERE EXISTS (SELECT 1 FROM {p} p WHERE p.cat = 'Z')",
-    "not_exists_uncorrelated": "SELECT o.id FROM {o} o WHERE NOT EXISTS (SELECT 1 FROM {p} p WHERE p.cat = 'Z')",
     "in_subquery": "SELECT o.id FROM {o} o WHERE o.p IN (SELECT p FROM {p} WHERE brand IS NOT NULL)",
     "group_by": "SELECT k, COUNT(*) AS n, COUNT(qty) AS nq, SUM(qty) AS sq, SUM(price) AS sp, AVG(price) AS ap, "
     "AVG(qty) AS aq, MIN(price) AS lo, MAX(ts) AS hi, SUM(x) AS sx, AVG(x) AS ax FROM {o} GROUP BY k",
