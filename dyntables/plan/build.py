@@ -527,13 +527,14 @@ class _Builder:
         rest: list[exp.Expr] = []
         pairs: list[tuple[exp.Expr, exp.Expr]] = []
         for conj in subquery.conjuncts(on):
-            if isinstance(conj, exp.EQ):
+            if isinstance(conj, exp.EQ | exp.NullSafeEQ):
                 a, b = conj.this, conj.expression
                 if _within(b, lscope) and _within(a, rscope):
                     a, b = b, a
-                if _within(a, lscope) and _within(b, rscope):
-                    lkeys.append(self.expr(a, lscope))
-                    rkeys.append(self.expr(b, rscope))
+                keys = _key_pairs(conj, a, b) if _within(a, lscope) and _within(b, rscope) else None
+                if keys is not None:
+                    lkeys += [self.expr(x, lscope) for x, _ in keys]
+                    rkeys += [self.expr(y, rscope) for _, y in keys]
                     pairs.append((a, b))
                     continue
             rest.append(self.expr(conj, {**lscope, **rscope}))
@@ -639,13 +640,14 @@ class _Builder:
             if _within(conj, rscope):
                 local.append(self.expr(conj, rscope))
                 continue
-            if isinstance(conj, exp.EQ):
+            if isinstance(conj, exp.EQ | exp.NullSafeEQ):
                 a, b = conj.this, conj.expression
                 if _within(b, rscope) and _within(a, scope):
                     a, b = b, a
-                if _within(a, rscope) and _within(b, scope):
-                    rkeys.append(self.expr(a, rscope))
-                    lkeys.append(self.expr(b, scope))
+                keys = _key_pairs(conj, b, a) if _within(a, rscope) and _within(b, scope) else None
+                if keys is not None:
+                    lkeys += [self.expr(x, scope) for x, _ in keys]
+                    rkeys += [self.expr(y, rscope) for _, y in keys]
                     pairs.append((b, a))
                     continue
             if any(True for _ in conj.find_all(exp.Subquery, exp.Exists)):
@@ -1006,6 +1008,14 @@ def _refuse_unmodelled(tree: exp.Query) -> None:
             raise NotIncremental(
                 "TIME_WINDOW", "window", "window() in WHERE under SELECT *; recomputed FULL"
             )
+
+
+def _key_pairs(conj: exp.Expr, a: exp.Expr, b: exp.Expr) -> list[tuple[exp.Expr, exp.Expr]] | None:
+    """The key pairs an equality ``a = b`` or ``a <=> b`` between two sides stands for
+    (see :func:`subquery.null_safe_keys`); None: not a key (it stays a condition)."""
+    if isinstance(conj, exp.NullSafeEQ):
+        return subquery.null_safe_keys(a, b)
+    return [(a, b)]
 
 
 def _generates(item: exp.Expr) -> bool:

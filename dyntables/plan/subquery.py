@@ -244,6 +244,34 @@ def _branches(query: exp.Expr) -> list[exp.Select]:
     return [query] if isinstance(query, exp.Select) else []
 
 
+def null_safe_keys(a: exp.Expr, b: exp.Expr) -> list[tuple[exp.Expr, exp.Expr]] | None:
+    """``a <=> b`` as equalities of values that are never NULL: whether each side is
+    NULL, and each side with NULL replaced by one value of its own type. The join rules
+    key by values a NULL never equals (a NULL key joins nothing there); these keys match
+    exactly the rows ``<=>`` matches. None when a side's type cannot be told."""
+    defaults = [_non_null(e) for e in (a, b)]
+    if defaults[0] is None or defaults[1] is None:
+        return None
+    is_null = [exp.paren(exp.Is(this=e.copy(), expression=exp.null())) for e in (a, b)]
+    filled = [exp.func("coalesce", e.copy(), d) for e, d in zip((a, b), defaults, strict=True)]
+    return [(is_null[0], is_null[1]), (filled[0], filled[1])]
+
+
+def _non_null(e: exp.Expr) -> exp.Expr | None:
+    """A value of ``e``'s type to stand for its NULL (any one: the NULL-ness is a key of
+    its own)."""
+    family = _family(e)
+    if family in ("integer", "decimal", "floating"):
+        return exp.Literal.number(0)
+    if family == "string":
+        return exp.Literal.string("")
+    if family == "boolean":
+        return exp.false()
+    if family == "date or time" and e.type is not None:
+        return exp.cast(exp.Literal.string("1970-01-01"), e.type.copy())
+    return None
+
+
 def _family(e: exp.Expr) -> str | None:
     kind = e.type.this if e.type is not None else exp.DataType.Type.UNKNOWN
     if kind == exp.DataType.Type.NULL:

@@ -341,6 +341,17 @@ def test_windows_and_distinct_apply_over_all_grouping_sets_rows(sql: str, top: t
     assert not any(isinstance(n, Window) for n in nodes[: nodes.index(union)])
 
 
+def test_a_null_safe_equality_is_a_key_of_values_never_null() -> None:
+    """``a <=> b`` matches NULL with NULL: as keys, whether each side is NULL and each
+    side with NULL replaced, so the join rules (under which a NULL key joins nothing)
+    match what it matches."""
+    plan = build_plan("SELECT t0.k, t1.s FROM t0 LEFT JOIN t1 ON t0.k <=> t1.k", SCHEMA, qualify)
+    (join,) = [n for n in walk_post_order(plan.root) if isinstance(n, Join)]
+    assert join.residual is None and len(join.left_keys) == 2
+    assert [k.sql("spark") for k in join.left_keys][0].endswith("IS NULL)")
+    assert "COALESCE" in join.right_keys[1].sql("spark")
+
+
 def test_named_windows_are_written_out_in_each_over() -> None:
     plan = build_plan(
         "SELECT k, SUM(n) OVER w AS s, ROW_NUMBER() OVER w2 AS r FROM t0 "
