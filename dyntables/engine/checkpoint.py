@@ -33,3 +33,24 @@ def forget_view(spark: Any, name: str) -> None:
     cached plan (1-2.5 ms a view, ~70 ms of a small refresh's cleanup); a refresh
     unpersists what it cached itself, so nothing is left to look for."""
     spark._jsparkSession.sessionState().catalog().dropTempView(name)
+
+
+def cached_alone(df: Any, tag: str) -> tuple[Any, Any]:
+    """``df`` cached under a plan no other query matches, and a frame that reads the
+    cache: (the cached frame, to unpersist; the frame to read).
+
+    Spark answers any part of a query from a cached plan of the same result, and an
+    Iceberg table compares equal to itself at every snapshot (``SparkTable.equals``
+    looks at the name alone): a cached ``SELECT k FROM t VERSION AS OF <old>`` answered
+    ``SELECT k FROM t VERSION AS OF <new>`` with the old rows, in the same refresh or in
+    another one running beside it. A column holding ``tag`` (unique to the refresh and
+    the frame) makes the cached plan match only its own reads."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    columns = df.columns
+    marker = "__dyntables_cached"
+    while marker in columns:
+        marker += "_"
+    cached = df.withColumn(marker, F.lit(tag)).persist(StorageLevel.MEMORY_AND_DISK)
+    return cached, cached.select(*(F.col("`" + c.replace("`", "``") + "`") for c in columns))

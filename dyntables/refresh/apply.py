@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from dyntables.engine.checkpoint import forget_view
+from dyntables.engine.checkpoint import cached_alone, forget_view
 from dyntables.engine.frames import PRUNABLE_TYPES, literal
 from dyntables.ivm.sqlb import W, null_safe_eq_all, raise_error
 
@@ -92,12 +92,12 @@ def apply_delta(
         return _rewrite_counted(spark, table_sql, columns, delta_sql, view_prefix)
     cols = ", ".join(_q(c) for c in columns)
     i = _helper("__i", columns)
-    consolidated = spark.sql(
-        f"SELECT {cols}, CAST(SUM({W}) AS BIGINT) AS {W} FROM ({delta_sql}) _d GROUP BY {cols} HAVING SUM({W}) <> 0"
+    stored, consolidated = cached_alone(
+        spark.sql(
+            f"SELECT {cols}, CAST(SUM({W}) AS BIGINT) AS {W} FROM ({delta_sql}) _d GROUP BY {cols} HAVING SUM({W}) <> 0"
+        ),
+        f"{view_prefix}_apply",
     )
-    from pyspark import StorageLevel
-
-    consolidated = consolidated.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         view = f"{view_prefix}_apply"
         consolidated.createOrReplaceTempView(view)
@@ -136,7 +136,7 @@ def apply_delta(
             _rewrite_counted(spark, table_sql, columns, f"SELECT * FROM {view}", view_prefix)
         return Applied(inserted, deleted)
     finally:
-        consolidated.unpersist()
+        stored.unpersist()
 
 
 def append_delta(spark: Any, table_sql: str, columns: list[str], delta_sql: str) -> None:

@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from dyntables.catalog.definition import snapshot_of, table_name_of
 from dyntables.catalog.iceberg import load_table
-from dyntables.engine.checkpoint import forget_view, frozen, release
+from dyntables.engine.checkpoint import cached_alone, forget_view, frozen, release
 from dyntables.ivm import aggregate as agg
 from dyntables.ivm.cost import reads_large_input, recomputes_large_input
 from dyntables.ivm.rules import (
@@ -71,7 +71,6 @@ def incremental_refresh(
 ) -> WriteResult:
     """``recompute_if`` (AUTO): given the delta's estimated reads, whether to recompute
     instead; asked before anything is written, and answered with RecomputeCheaper."""
-    from pyspark import StorageLevel
 
     from dyntables.refresh.runner import WriteResult
 
@@ -88,9 +87,9 @@ def incremental_refresh(
         if exactly:
             df = frozen(df)
             checkpoints.append(df)
-        else:
-            df = df.persist(StorageLevel.MEMORY_AND_DISK)
-            cached.append(df)
+            return df
+        stored, df = cached_alone(df, f"{prefix}_{len(cached)}")
+        cached.append(stored)
         return df
 
     task_sets = StagedScans(spark, ctx.job_id)
@@ -119,8 +118,7 @@ def incremental_refresh(
                 # delta rules read it; new files are read again instead: caching them
                 # cost more than a second scan (a join layer with 100k appended rows:
                 # 2.8 s cached, 1.05 s not)
-                df = df.persist(StorageLevel.MEMORY_AND_DISK)
-                cached.append(df)
+                df = keep(df, exactly=False)
             view = f"{prefix}_src{i}"
             df.createOrReplaceTempView(view)
             views.append(view)
@@ -182,10 +180,10 @@ def incremental_refresh(
                 dkey = f"{key}_d{j}"
                 dname = table_name_of(states[dkey])
                 dold = select(["*"], table_ref(dname, snapshot_of(states[dkey])))
-                dchange = spark.sql(
-                    agg.distinct_change_sql(node, call, child_delta, dold).sql("spark")
-                ).persist(StorageLevel.MEMORY_AND_DISK)
-                cached.append(dchange)
+                dchange = keep(
+                    spark.sql(agg.distinct_change_sql(node, call, child_delta, dold).sql("spark")),
+                    exactly=False,
+                )
                 dview = f"{prefix}_{dkey}_chg"
                 dchange.createOrReplaceTempView(dview)
                 views.append(dview)
@@ -332,15 +330,14 @@ def _rebuild(
     The new state is cached and both writes read it: planned once, computed once. (Each
     write computing it again from the pinned old state and change was slower: planning
     it twice at once took longer than planning and caching it once.)"""
-    from pyspark import StorageLevel
 
     key, name, before = state
     rebuild = agg.rebuild_sql(
         node, child_delta, select(["*"], table_ref(name, before)), state_types
     )
-    cached = ctx.spark.sql(rebuild.sql("spark")).persist(StorageLevel.MEMORY_AND_DISK)
+    cached, readable = cached_alone(ctx.spark.sql(rebuild.sql("spark")), f"{prefix}_new")
     view = f"{prefix}_new"
-    cached.createOrReplaceTempView(view)
+    readable.createOrReplaceTempView(view)
     write = _StateWrite(
         ctx.spark,
         ctx.job_id,
