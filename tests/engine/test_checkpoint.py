@@ -35,6 +35,7 @@ def test_a_cached_old_version_answers_only_its_own_reads(lh: Lakehouse, unique) 
     )
     try:
         assert readable.columns == ["c"]
+        assert "InMemoryRelation" in str(readable._jdf.queryExecution().withCachedData())
         assert [r[0] for r in readable.collect()] == [1]
         assert read(new) == [1, 2]
         assert read(old) == [1]
