@@ -19,7 +19,7 @@ from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
-from dyntables.plan import grouping_sets, subquery
+from dyntables.plan import grouping_sets, subquery, top_n
 from dyntables.plan.calls import is_aggregate_call, mean_as_avg, recomputable
 from dyntables.plan.ops import (
     RECOMPUTED,
@@ -212,6 +212,12 @@ class _Builder:
             ctes = dict(ctes)
             for cte in with_.expressions:
                 ctes[cte.alias_or_name.lower()] = cte.this
+        if isinstance(q, exp.Query) and (q.args.get("limit") or q.args.get("offset")):
+            try:
+                ranked = top_n.as_ranked(q)
+            except top_n.Unsupported as exc:
+                raise NotIncremental("LIMIT", "LIMIT", exc.detail) from None
+            return self._select(ranked, ctes)
         if isinstance(q, exp.Union):
             return self._union(q, ctes)
         if isinstance(q, (exp.Intersect, exp.Except)):
@@ -223,10 +229,6 @@ class _Builder:
         return self._select(q, ctes)
 
     def _union(self, q: exp.Union, ctes: dict[str, exp.Expr]) -> tuple[Node, list[str]]:
-        if q.args.get("limit") or q.args.get("offset"):
-            raise NotIncremental(
-                "LIMIT", "LIMIT", "ORDER BY ... LIMIT keeps a moving top-N; recomputed FULL"
-            )
         left, names = self.query(q.left, ctes)
         right, rnames = self.query(q.right, ctes)
         if len(names) != len(rnames):
@@ -251,10 +253,6 @@ class _Builder:
         NULLs as equal as they do; the aggregate keeps the counts, so a change touches
         only the rows' own groups."""
         operator = type(q).__name__.upper()
-        if q.args.get("limit") or q.args.get("offset"):
-            raise NotIncremental(
-                "LIMIT", "LIMIT", "ORDER BY ... LIMIT keeps a moving top-N; recomputed FULL"
-            )
         left, names = self.query(q.left, ctes)
         right, rnames = self.query(q.right, ctes)
         if len(names) != len(rnames):
@@ -326,10 +324,8 @@ class _Builder:
         return Aggregate(node, keys, tuple(self.fresh() for _ in keys), ())
 
     def _select(self, select: exp.Select, ctes: dict[str, exp.Expr]) -> tuple[Node, list[str]]:
-        if select.args.get("limit") or select.args.get("offset"):
-            raise NotIncremental(
-                "LIMIT", "LIMIT", "ORDER BY ... LIMIT keeps a moving top-N; recomputed FULL"
-            )
+        if select.args.get("limit") or select.args.get("offset"):  # only query() ranks them
+            raise NotIncremental("LIMIT", "LIMIT", "a LIMIT the compiler did not rank")
         for unsupported in ("pivots", "qualify", "connect", "prewhere"):
             if select.args.get(unsupported):
                 raise NotIncremental(
@@ -578,6 +574,8 @@ class _Builder:
             raise NotIncremental(
                 "CORRELATED_IN", "NOT IN", "NOT IN (subquery) that refers to the outer query"
             )
+        if query.args.get("limit") or query.args.get("offset"):  # null_killers drops the order
+            raise NotIncremental("LIMIT", "NOT IN", "NOT IN (subquery with LIMIT)")
         differ = subquery.keys_differ(subquery.in_pairs([outer], query) or [], by_value=True)
         if differ is not None:
             raise NotIncremental("KEY_TYPES", "NOT IN", differ)

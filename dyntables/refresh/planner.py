@@ -20,9 +20,10 @@ Every FULL carries a stable reason code that the user sees in history and EXPLAI
                               Iceberg's file statistics before anything is written
                               (estimate recorded)
   WINDOW_OVER_ALL_ROWS        AUTO: the query ranks all its input rows (a window without
-                              PARTITION BY over the sources' rows): any change re-ranks every
-                              row, and recomputing reads the input once where the window's
-                              delta rule reads it twice (old and new)
+                              PARTITION BY, or ORDER BY ... LIMIT, over the sources' rows):
+                              any change re-ranks every row, and recomputing reads the
+                              input once where the window's delta rule reads it twice
+                              (old and new)
   INCONSISTENT_STATE          the incremental result disagreed with the table; recomputed
   SUM_OVERFLOW                a DECIMAL sum of a group the change touches left
                               DECIMAL(38)'s range (Spark's SUM is NULL there); recomputed
@@ -64,8 +65,8 @@ CHANGE_TOO_LARGE = "CHANGE_TOO_LARGE"
 DELTA_READS_TOO_MUCH = "DELTA_READS_TOO_MUCH"
 WINDOW_OVER_ALL_ROWS = "WINDOW_OVER_ALL_ROWS"
 WINDOW_OVER_ALL_ROWS_DETAIL = (
-    f"{WINDOW_OVER_ALL_ROWS}: AUTO recomputes a window without PARTITION BY over the "
-    "sources' rows (any change re-ranks every row; recomputing reads them once, the delta "
+    f"{WINDOW_OVER_ALL_ROWS}: AUTO recomputes a window without PARTITION BY (or an "
+    "ORDER BY ... LIMIT) over the sources' rows (any change re-ranks every row; recomputing reads them once, the delta "
     "rule twice); REFRESH_MODE = INCREMENTAL keeps the rule"
 )
 INCONSISTENT_STATE = "INCONSISTENT_STATE"

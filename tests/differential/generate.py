@@ -250,12 +250,12 @@ SHAPES = (
     "not_in",
     "scalar_subquery",
     "grouping_sets",
+    "top_n",
     "dt_over_dt",
     "rejected",
 )
 
 REJECTED_KINDS = (
-    "limit",
     "not_in_pair",
     "count_distinct",
     "scalar_non_equi",
@@ -625,6 +625,31 @@ class QueryGen:
             rel.tags.add("generator")
         sql = f"SELECT {', '.join(items)} FROM {rel.from_sql}{where}"
         return Query(sql, cols, set(rel.tags), rel.tables, rel.grammar)
+
+    def top_n(self) -> Query:
+        """ORDER BY ... LIMIT [OFFSET] over joined rows or over groups, ordered by every
+        column (by name or position, either direction, NULLs first or last), so that
+        tied rows are identical and the answer is one."""
+        ch = self.ch
+        q = self.spj(2)
+        if chance(ch, 0.6):
+            for _ in range(3):
+                groups = self.aggregate()
+                if all(c.exact for c in groups.cols):
+                    q = groups
+                    break
+        if not all(c.exact for c in q.cols):
+            q = self.spj(2)
+        keys = [str(i + 1) if chance(ch, 0.25) else c.name for i, c in enumerate(q.cols)]
+        if chance(ch, 0.5):
+            keys.reverse()
+        order = ", ".join(
+            k + pick(ch, ["", " DESC", " DESC NULLS FIRST", " NULLS LAST"]) for k in keys
+        )
+        offset = f" OFFSET {pick(ch, ['1', '2'])}" if chance(ch, 0.2) else ""
+        q.sql += f" ORDER BY {order} LIMIT {pick(ch, ['1', '2', '3', '5'])}{offset}"
+        q.tags = q.tags | {"top_n"}
+        return q
 
     def aggregate(
         self,
@@ -1057,11 +1082,7 @@ class QueryGen:
         ch = self.ch
         kind = pick(ch, REJECTED_KINDS)
         tags = {"rejected", f"rejected:{kind}"}
-        if kind == "limit":
-            q = self.spj(2)
-            order = ", ".join(f"c{i}" for i in range(len(q.cols)))
-            q.sql += f" ORDER BY {order} LIMIT {pick(ch, ['2', '1', '3'])}"
-        elif kind in ("not_in_pair", "scalar_non_equi"):
+        if kind in ("not_in_pair", "scalar_non_equi"):
             rel = self.from_clause(1)
             inner = self.scan(pick(ch, self.tables))
             ok, ik = self.key_of(rel.scope), self.key_of(inner.scope)
@@ -1188,6 +1209,8 @@ class QueryGen:
             return self.aggregate(global_=True)
         if shape == "grouping_sets":
             return self.aggregate(sets=True)
+        if shape == "top_n":
+            return self.top_n()
         if shape == "distinct":
             return self.distinct()
         if shape in ("union_all", "union"):
@@ -1647,7 +1670,7 @@ QUICK_GROUPS: tuple[tuple[str, ...], ...] = (
         "scalar_subquery",
         "grouping_sets",
     ),
-    ("window_rank", "window_dedup", "window_agg", "dt_over_dt", "rejected"),
+    ("window_rank", "window_dedup", "window_agg", "top_n", "dt_over_dt", "rejected"),
 )
 
 

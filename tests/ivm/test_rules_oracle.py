@@ -103,6 +103,9 @@ QUERIES = {
     "rank_all_rows": "SELECT id, k, qty, RANK() OVER (ORDER BY qty DESC, id) AS rk FROM {o} WHERE qty IS NOT NULL",
     "rank_over_aggregate": "SELECT k, total, RANK() OVER (ORDER BY total DESC) AS rk FROM "
     "(SELECT k, SUM(qty) AS total FROM {o} GROUP BY k) g",
+    # ORDER BY ... LIMIT: a ranking of the groups (cat names one group)
+    "top_n_groups": "SELECT p.cat, SUM(o.qty) AS q FROM {o} o JOIN {p} p ON o.p = p.p GROUP BY p.cat "
+    "ORDER BY q DESC NULLS LAST, cat LIMIT 2 OFFSET 1",
 }
 
 

@@ -133,20 +133,37 @@ def test_refresh_mode_incremental_refuses_a_query_without_delta_rules(
     lh: Lakehouse, pipeline, unique
 ) -> None:
     src, _ = pipeline
-    name = unique("topn")
-    with pytest.raises(IncrementalNotSupportedError, match="LIMIT"):
+    name = unique("anyrow")
+    with pytest.raises(IncrementalNotSupportedError, match="LIMIT without ORDER BY"):
         lh.sql(
-            f"CREATE DYNAMIC TABLE {name} REFRESH_MODE = INCREMENTAL AS SELECT * FROM {src} ORDER BY v LIMIT 1"
+            f"CREATE DYNAMIC TABLE {name} REFRESH_MODE = INCREMENTAL AS SELECT * FROM {src} LIMIT 1"
         )
     assert lh.sql(f"SHOW TABLES LIKE '{name}'").count() == 0
-    # AUTO accepts it, refreshes it FULL and says why
-    lh.sql(f"CREATE DYNAMIC TABLE {name} AS SELECT * FROM {src} ORDER BY v LIMIT 1")
-    lh.sql(f"INSERT INTO {src} VALUES ('c', 0)")
-    refreshed = lh.sql(f"REFRESH DYNAMIC TABLE {name}").first()
-    assert refreshed.refresh_mode == "FULL"
-    latest = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{name}' LIMIT 1").first()
-    assert json.loads(latest.stats)["full_reason"] == "LIMIT"
-    assert rows(lh.sql(f"SELECT * FROM {name}")) == [("c", 0)]
+
+
+def test_a_top_n_of_groups_refreshes_from_the_groups(lh: Lakehouse, pipeline, unique) -> None:
+    """ORDER BY ... LIMIT over an aggregate is a ranking of its groups: INCREMENTAL. Over
+    the source's own rows AUTO recomputes it (any change may re-rank every row) and says
+    why."""
+    src, _ = pipeline
+    top, lowest = unique("top"), unique("lowest")
+    lh.sql(
+        f"CREATE DYNAMIC TABLE {top} AS SELECT k, SUM(v) AS total FROM {src} GROUP BY k "
+        "ORDER BY total DESC, k LIMIT 1"
+    )
+    lh.sql(f"CREATE DYNAMIC TABLE {lowest} AS SELECT * FROM {src} ORDER BY v LIMIT 1")
+    assert rows(lh.sql(f"SELECT * FROM {top}")) == [("b", 5)]
+    lh.sql(f"INSERT INTO {src} VALUES ('c', 0), ('c', 10)")
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {top}").first().refresh_mode == "INCREMENTAL"
+    assert rows(lh.sql(f"SELECT * FROM {top}")) == [("c", 10)]
+    lh.sql(f"DELETE FROM {src} WHERE k = 'c' AND v = 10")
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {top}").first().refresh_mode == "INCREMENTAL"
+    assert rows(lh.sql(f"SELECT * FROM {top}")) == [("b", 5)]
+
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {lowest}").first().refresh_mode == "FULL"
+    latest = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{lowest}' LIMIT 1").first()
+    assert json.loads(latest.stats)["full_reason"] == "WINDOW_OVER_ALL_ROWS"
+    assert rows(lh.sql(f"SELECT * FROM {lowest}")) == [("c", 0)]
 
 
 def test_drop_and_undrop_restore_data_definition_and_history(lh: Lakehouse, pipeline) -> None:

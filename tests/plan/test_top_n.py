@@ -1,0 +1,75 @@
+"""ORDER BY ... LIMIT as a ranking, pure (no Spark): which queries are rewritten, into
+what, and which stay FULL. That the ranking keeps the rows Spark's LIMIT keeps is the
+oracle's to say (tests/ivm/test_rules_oracle.py, the differential suite's top_n shape)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dyntables.plan.build import NotIncremental, build_plan
+from dyntables.plan.ops import Aggregate, Filter, Window, walk_post_order
+from dyntables.sql.tokens import TableName
+from tests.plan.test_query import qualify
+
+T0 = TableName(("lakehouse", "public", "t0"))
+T1 = TableName(("lakehouse", "public", "t1"))
+SCHEMA = {T0: [("k", "int"), ("n", "int"), ("s", "string")], T1: [("k", "int"), ("c", "string")]}
+
+
+def ops(sql: str) -> list[type]:
+    return [type(n) for n in walk_post_order(build_plan(sql, SCHEMA, qualify).root)]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # the top groups, by a column, a position, an aggregate not selected
+        "SELECT c, SUM(n) AS total FROM t0 JOIN t1 ON t0.k = t1.k GROUP BY c "
+        "ORDER BY total DESC, c LIMIT 3",
+        "SELECT k, COUNT(*) AS n FROM t0 GROUP BY k ORDER BY 2 DESC, 1 LIMIT 2 OFFSET 1",
+        "SELECT k FROM t0 GROUP BY k ORDER BY SUM(n) + 1 LIMIT 2",
+        # rows, by a column not selected; a union; DISTINCT; a CTE; a derived table
+        "SELECT k FROM t0 ORDER BY t0.n DESC NULLS FIRST, k LIMIT 5",
+        "SELECT k FROM t0 UNION ALL SELECT k FROM t1 ORDER BY k LIMIT 2",
+        "SELECT DISTINCT s FROM t0 ORDER BY s LIMIT 2",
+        "WITH g AS (SELECT k, MAX(n) AS m FROM t0 GROUP BY k) SELECT k, m FROM g ORDER BY m, k LIMIT 1",
+        "SELECT x.k FROM (SELECT k FROM t0 ORDER BY n LIMIT 3) AS x JOIN t1 ON x.k = t1.k",
+        "SELECT k FROM t0 ORDER BY k OFFSET 2",
+    ],
+)
+def test_order_by_limit_is_a_ranking(sql: str) -> None:
+    kinds = ops(sql)
+    windows = [
+        n for n in walk_post_order(build_plan(sql, SCHEMA, qualify).root) if isinstance(n, Window)
+    ]
+    assert len(windows) == 1 and not windows[0].partition_by
+    assert Filter in kinds
+
+
+def test_the_ranking_keeps_the_query_columns_and_drops_its_own() -> None:
+    plan = build_plan(
+        "SELECT k, COUNT(*) AS n FROM t0 GROUP BY k ORDER BY SUM(n) DESC LIMIT 2", SCHEMA, qualify
+    )
+    assert plan.output_names == ("k", "n")
+    assert len(plan.root.columns) == 2
+    assert Aggregate in [type(n) for n in walk_post_order(plan.root)]
+
+
+@pytest.mark.parametrize(
+    ("sql", "why"),
+    [
+        ("SELECT k FROM t0 LIMIT 2", "without ORDER BY"),
+        ("SELECT DISTINCT k FROM t0 ORDER BY t0.n LIMIT 2", "DISTINCT"),
+        ("SELECT k FROM t0 UNION SELECT k FROM t1 ORDER BY k + 1 LIMIT 2", "set operation"),
+        # the order must not depend on which rows are read first in a subquery's LIMIT
+        ("SELECT k FROM t0 WHERE k NOT IN (SELECT k FROM t1 ORDER BY k LIMIT 1)", "LIMIT"),
+        (
+            "SELECT k FROM t0 WHERE EXISTS (SELECT 1 FROM t1 WHERE t1.k = t0.k ORDER BY c LIMIT 1)",
+            "EXISTS",
+        ),
+    ],
+)
+def test_limits_without_a_ranking_stay_full(sql: str, why: str) -> None:
+    with pytest.raises(NotIncremental, match=why) as err:
+        build_plan(sql, SCHEMA, qualify)
+    assert err.value.code in {"LIMIT", "EXISTS_COMPLEX"}
