@@ -927,7 +927,12 @@ class _Builder:
         first = windows[0].args.get("partition_by") or []
         partition_by = tuple(p for p in first if p.sql("spark") in common)
         func_cols = tuple(self.fresh() for _ in windows)
-        window_node = Window(node, partition_by, tuple(w.copy() for w in windows), func_cols)
+        # the input's columns the SELECT shows or the functions read: rows equal in all of
+        # them make the same rows above whichever order they take among themselves
+        used = {c.name for e in exprs for c in e.find_all(exp.Column) if not c.table}
+        breakers = [c for c in node.columns if c in used]
+        funcs = tuple(_total_order(w.copy(), breakers) for w in windows)
+        window_node = Window(node, partition_by, funcs, func_cols)
         mapping = {id(w): c for w, c in zip(windows, func_cols, strict=True)}
 
         def replace(n: exp.Expr) -> exp.Expr:
@@ -1006,6 +1011,59 @@ def _refuse_unmodelled(tree: exp.Query) -> None:
             raise NotIncremental(
                 "TIME_WINDOW", "window", "window() in WHERE under SELECT *; recomputed FULL"
             )
+
+
+def _total_order(w: exp.Window, breakers: list[str]) -> exp.Window:
+    """``w`` with its order made total where the answer depends on the order among rows
+    tied in it: ``breakers`` (the input's columns the query uses) appended to its ORDER BY.
+
+    Spark numbers tied rows (ROW_NUMBER, NTILE), reads their neighbours (LAG, LEAD) and
+    counts positional frames (ROWS) in whichever order it reads them, and that order
+    changes between two reads of the same rows. A window's rule recomputes the touched
+    partitions as they were, to remove what the table holds for them; read in another
+    order, those are other rows than the table holds (a deduplication that kept row a of
+    two tied rows removes b), and a deleted row stayed in the table. Ordered by every
+    column the query uses, tied rows are equal wherever they are read, so the table
+    (built from the same plan by a FULL refresh) and every recomputation agree. Any
+    such order is one Spark could have taken, so the answer stays the query's.
+
+    Functions whose peers share one value (RANK, aggregates over RANGE frames) keep
+    their order: breaking their ties would change the answer. FIRST_VALUE from the
+    partition's start is the first row whatever the frame's end; LAST_VALUE, NTH_VALUE
+    and FIRST_VALUE IGNORE NULLS over a RANGE frame pick among the peers in the frame
+    and would change too: refused (FULL recomputes all at once, one order)."""
+    order = w.args.get("order")
+    if order is None or not breakers:
+        return w
+    ignore_nulls = isinstance(w.this, exp.IgnoreNulls)
+    call = w.this.this if isinstance(w.this, exp.IgnoreNulls | exp.RespectNulls) else w.this
+    spec = w.args.get("spec")
+    kind = str(spec.args.get("kind") or "").upper() if spec is not None else "RANGE"
+    start = str(spec.args.get("start") or "").upper() if spec is not None else "UNBOUNDED"
+    end = str(spec.args.get("end") or "CURRENT ROW").upper() if spec is not None else "CURRENT ROW"
+    positional = isinstance(call, exp.RowNumber | exp.Ntile | exp.Lag | exp.Lead) or kind == "ROWS"
+    if not positional:
+        if not isinstance(call, exp.FirstValue | exp.LastValue | exp.NthValue):
+            return w  # peers share one value
+        whole = start == "UNBOUNDED" and end == "UNBOUNDED"
+        first_from_start = (
+            isinstance(call, exp.FirstValue) and not ignore_nulls and start == "UNBOUNDED"
+        )
+        if not (whole or (first_from_start and end in ("CURRENT ROW", "UNBOUNDED"))):
+            raise NotIncremental(
+                "WINDOW_TIES",
+                _call_name(call).upper(),
+                "picks among the rows tied in its ORDER BY in the order Spark reads them "
+                "(its RANGE frame ends at the current row's last peer); recomputed FULL. "
+                "Over a ROWS frame, or a frame of the whole partition, it is maintained",
+            )
+    keys = {o.this.sql("spark") for o in order.expressions}
+    keys |= {p.sql("spark") for p in w.args.get("partition_by") or []}
+    extra = [exp.Ordered(this=col(c), nulls_first=True) for c in breakers]
+    order.set(
+        "expressions", [*order.expressions, *(o for o in extra if o.this.sql("spark") not in keys)]
+    )
+    return w
 
 
 def _key_pairs(conj: exp.Expr, a: exp.Expr, b: exp.Expr) -> list[tuple[exp.Expr, exp.Expr]] | None:

@@ -589,3 +589,57 @@ def test_mean_and_count_if_keep_their_filter() -> None:
     avg_arg, count_arg = (a.arg.sql("spark") for a in node.aggs if a.arg is not None)
     assert avg_arg.startswith("CASE WHEN") and "> 1" in avg_arg
     assert "> 0" in count_arg and "> 2" in count_arg
+
+
+def _window_orders(sql: str) -> list[str]:
+    plan = build_plan(sql, SCHEMA, qualify)
+    windows = [n for n in walk_post_order(plan.root) if isinstance(n, Window)]
+    return [f.args["order"].sql("spark") for w in windows for f in w.funcs if f.args.get("order")]
+
+
+@pytest.mark.parametrize(
+    ("sql", "broken"),
+    [
+        # numbered, neighbours, positional frames: ties broken by the columns used
+        ("SELECT k, n, ROW_NUMBER() OVER (PARTITION BY k ORDER BY z) AS r FROM t0", True),
+        ("SELECT k, LAG(n) OVER (ORDER BY z) AS p FROM t0", True),
+        (
+            "SELECT k, SUM(n) OVER (ORDER BY z ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s FROM t0",
+            True,
+        ),
+        ("SELECT k, FIRST_VALUE(n) OVER (PARTITION BY k ORDER BY z) AS f FROM t0", True),
+        (
+            "SELECT k, LAST_VALUE(n) OVER (PARTITION BY k ORDER BY z RANGE BETWEEN UNBOUNDED "
+            "PRECEDING AND UNBOUNDED FOLLOWING) AS f FROM t0",
+            True,
+        ),
+        # peers share a value: their ties are the answer
+        ("SELECT k, RANK() OVER (PARTITION BY k ORDER BY z) AS r FROM t0", False),
+        ("SELECT k, SUM(n) OVER (PARTITION BY k ORDER BY z) AS s FROM t0", False),
+    ],
+)
+def test_an_order_whose_ties_change_the_answer_is_made_total(sql: str, broken: bool) -> None:
+    (order,) = _window_orders(sql)  # the breakers follow the order's own keys
+    assert (order.count(",") >= 1) is broken, order
+
+
+def test_a_deduplication_breaks_ties_by_every_column_it_keeps_but_its_keys() -> None:
+    (order,) = _window_orders(
+        "SELECT k, n, z FROM (SELECT k, n, z, ROW_NUMBER() OVER (PARTITION BY k ORDER BY z DESC) "
+        "AS rn FROM t0) AS r WHERE rn = 1"
+    )
+    assert order.count(",") == 1  # z DESC, then n (k is the partition, z the order)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT k, LAST_VALUE(n) OVER (PARTITION BY k ORDER BY z) AS l FROM t0",
+        "SELECT k, NTH_VALUE(n, 2) OVER (ORDER BY z) AS l FROM t0",
+        "SELECT k, FIRST_VALUE(n) IGNORE NULLS OVER (ORDER BY z) AS l FROM t0",
+    ],
+)
+def test_a_value_picked_among_tied_peers_is_recomputed(sql: str) -> None:
+    with pytest.raises(NotIncremental) as err:
+        build_plan(sql, SCHEMA, qualify)
+    assert err.value.code == "WINDOW_TIES"

@@ -469,6 +469,43 @@ def test_auto_recomputes_a_join_whose_change_spans_the_other_side(
     assert_oracle(lh, auto)
 
 
+def test_rows_tied_in_a_deduplication_are_ranked_the_same_every_time(lh: Lakehouse, unique) -> None:
+    """Two versions of an id with the same timestamp: Spark numbers them in whichever
+    order it reads them, and a refresh recomputing the id as it was read them in another
+    order than the build had, removed the row the table did not keep and kept a deleted
+    one (or, caught, recomputed FULL). Tied rows are now ranked by their values too, the
+    same in the build and in every refresh."""
+    log, latest, top = unique("log"), unique("latest"), unique("top")
+    lh.sql(f"CREATE TABLE {log} (id INT, ts INT, v STRING)")
+    for v in ("b", "a", "c"):  # one file each
+        lh.sql(f"INSERT INTO {log} VALUES (1, 1, '{v}'), (2, 1, '{v}')")
+    lh.sql(
+        f"""
+        CREATE DYNAMIC TABLE {latest} AS SELECT id, v FROM (SELECT id, v, ROW_NUMBER() OVER
+          (PARTITION BY id ORDER BY ts DESC) AS rn FROM {log}) AS r WHERE rn = 1;
+        CREATE DYNAMIC TABLE {top} REFRESH_MODE = INCREMENTAL AS
+          SELECT id, v FROM {log} WHERE id = 1 ORDER BY ts LIMIT 1
+        """
+    )
+    for step in range(3):
+        # the version each table kept goes, and another of the same time comes
+        held = {
+            r.v
+            for r in lh.sql(
+                f"SELECT v FROM {latest} WHERE id = 1 UNION SELECT v FROM {top}"
+            ).collect()
+        }
+        for v in sorted(held):
+            lh.sql(f"DELETE FROM {log} WHERE id = 1 AND v = '{v}'")
+            lh.sql(f"INSERT INTO {log} VALUES (1, 1, '{v}{step}')")
+        for dt in (latest, top):
+            assert _refresh(lh, dt)[0] == "INCREMENTAL", dt
+            kept = rows(lh.sql(f"SELECT v FROM {dt} WHERE id = 1"))
+            assert len(kept) == 1 and kept[0][0] not in held, (dt, step, kept, held)
+            assert lh.sql(f"SELECT 1 FROM {log} WHERE id = 1 AND v = '{kept[0][0]}'").count() == 1
+        assert rows(lh.sql(f"SELECT * FROM {latest} WHERE id = 2")) == [(2, "a")]
+
+
 def test_a_deduplication_reads_the_partitions_the_change_touches(
     lh: Lakehouse, unique, monkeypatch
 ) -> None:
