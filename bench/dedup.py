@@ -27,7 +27,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bench.pipeline import Meter, parse_count, write_results
+from bench.pipeline import Meter, parse_count, rows_differing, write_results
 from dyntables import Lakehouse
 
 LOAD_BATCHES = 20
@@ -138,10 +138,7 @@ def run(events: int, change: int, rounds: int, kinds: list[str]) -> list[Measure
 
 def _check_agree(lh: Lakehouse) -> None:
     for dt in ("inc_latest", "auto_latest"):
-        differ = lh.spark.sql(
-            f"SELECT count(*) FROM ((SELECT * FROM full_latest EXCEPT ALL SELECT * FROM {dt}) "
-            f"UNION ALL (SELECT * FROM {dt} EXCEPT ALL SELECT * FROM full_latest))"
-        ).first()[0]
+        differ = rows_differing(lh.spark, "full_latest", dt)
         if differ:
             raise AssertionError(f"{dt} differs from the recomputed table in {differ} rows")
 

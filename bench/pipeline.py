@@ -277,6 +277,17 @@ class Dynamic:
         return str(self.lh.sql(f"REFRESH DYNAMIC TABLE {self.name}_{layer}").first().refresh_mode)
 
 
+def rows_differing(spark: Any, reference: str, other: str, cols: str = "*") -> int:
+    """How many rows two tables do not share, duplicates counted (EXCEPT ALL both ways, in
+    one Spark job; only the count comes back to the driver)."""
+    return int(
+        spark.sql(
+            f"SELECT count(*) FROM ((SELECT {cols} FROM {reference} EXCEPT ALL SELECT {cols} FROM {other}) "
+            f"UNION ALL (SELECT {cols} FROM {other} EXCEPT ALL SELECT {cols} FROM {reference}))"
+        ).first()[0]
+    )
+
+
 def _check_agree(lh: Lakehouse, methods: list[Any], insert_only: bool) -> None:
     """The methods' tables hold the same rows (hand-written: only after insert-only batches)."""
     reference = "full"
@@ -285,10 +296,7 @@ def _check_agree(lh: Lakehouse, methods: list[Any], insert_only: bool) -> None:
             continue
         for layer in LAYERS:
             cols = {"dwd": "*", "dws": "category, orders, gmv, avg_price", "ads": "*"}[layer]
-            diff = lh.spark.sql(
-                f"SELECT count(*) FROM ((SELECT {cols} FROM {reference}_{layer} EXCEPT ALL SELECT {cols} FROM {m.name}_{layer}) "
-                f"UNION ALL (SELECT {cols} FROM {m.name}_{layer} EXCEPT ALL SELECT {cols} FROM {reference}_{layer}))"
-            ).first()[0]
+            diff = rows_differing(lh.spark, f"{reference}_{layer}", f"{m.name}_{layer}", cols)
             if diff:
                 raise AssertionError(
                     f"{m.name}_{layer} differs from {reference}_{layer} in {diff} rows"

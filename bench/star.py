@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bench.pipeline import Meter, parse_count, write_results
+from bench.pipeline import Meter, parse_count, rows_differing, write_results
 from dyntables import Lakehouse
 
 KINDS = ("facts", "dims")
@@ -96,10 +96,7 @@ def run(facts: int, dims: int, rounds: int, kinds: list[str]) -> list[Measuremen
                         flush=True,
                     )
                 for method in METHODS[1:]:
-                    differ = spark.sql(
-                        f"SELECT count(*) FROM ((SELECT * FROM full_star EXCEPT ALL SELECT * FROM {method}_star) "
-                        f"UNION ALL (SELECT * FROM {method}_star EXCEPT ALL SELECT * FROM full_star))"
-                    ).first()[0]
+                    differ = rows_differing(spark, "full_star", f"{method}_star")
                     if differ:
                         raise AssertionError(
                             f"{method}_star differs from the recomputed table in {differ} rows"

@@ -26,7 +26,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bench.pipeline import Meter, parse_count, write_results
+from bench.pipeline import Meter, parse_count, rows_differing, write_results
 from dyntables import Lakehouse
 
 LOAD_BATCHES = 10
@@ -119,10 +119,7 @@ def run(orders: int, change: int, rounds: int, kinds: list[str]) -> list[Measure
 
 def _check_agree(lh: Lakehouse) -> None:
     for dt in ("inc_top", "auto_top"):
-        differ = lh.spark.sql(
-            f"SELECT count(*) FROM ((SELECT * FROM full_top EXCEPT ALL SELECT * FROM {dt}) "
-            f"UNION ALL (SELECT * FROM {dt} EXCEPT ALL SELECT * FROM full_top))"
-        ).first()[0]
+        differ = rows_differing(lh.spark, "full_top", dt)
         if differ:
             raise AssertionError(f"{dt} differs from the recomputed table in {differ} rows")
 

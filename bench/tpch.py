@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.pipeline import Meter, bench_lakehouse, write_results
+from bench.pipeline import Meter, bench_lakehouse, rows_differing, write_results
 from bench.pipeline import load_results as pipeline_results
 from dyntables import Lakehouse
 
@@ -208,10 +208,7 @@ def check_agree(lh: Lakehouse, methods: list[Any], query: str, when: str) -> Non
     reference = methods[0].table(query)
     for m in methods[1:]:
         other = m.table(query)
-        diff = lh.spark.sql(
-            f"SELECT count(*) FROM ((SELECT * FROM {reference} EXCEPT ALL SELECT * FROM {other}) "
-            f"UNION ALL (SELECT * FROM {other} EXCEPT ALL SELECT * FROM {reference}))"
-        ).first()[0]
+        diff = rows_differing(lh.spark, reference, other)
         if diff:
             raise AssertionError(f"{when}: {other} differs from {reference} in {diff} rows")
 
