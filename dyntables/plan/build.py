@@ -931,6 +931,14 @@ class _Builder:
         # them make the same rows above whichever order they take among themselves
         used = {c.name for e in exprs for c in e.find_all(exp.Column) if not c.table}
         breakers = [c for c in node.columns if c in used]
+        unordered = [c for c in breakers if _holds_map(_defining(node, c))]
+        if unordered and any(_breaks_ties(w) for w in windows):
+            raise NotIncremental(  # Spark cannot order a MAP, nor anything holding one
+                "WINDOW_TIES",
+                "window",
+                "rows tied in a window's ORDER BY would be told apart by a MAP column, "
+                "which Spark cannot order; recomputed FULL",
+            )
         funcs = tuple(_total_order(w.copy(), breakers) for w in windows)
         window_node = Window(node, partition_by, funcs, func_cols)
         mapping = {id(w): c for w, c in zip(windows, func_cols, strict=True)}
@@ -1013,6 +1021,71 @@ def _refuse_unmodelled(tree: exp.Query) -> None:
             )
 
 
+def _defining(node: Node, column: str) -> exp.Expr | None:
+    """The expression that computes ``column`` of ``node`` (typed by sqlglot's annotation
+    where it could tell), following bare column references down; None at a scan, an
+    aggregate or a generator."""
+    while True:
+        if isinstance(node, Project):
+            if column not in node.out:
+                return None
+            e = node.exprs[node.out.index(column)]
+            if not isinstance(e, exp.Column) or e.table:
+                return e
+            node, column = node.child, e.name
+        elif isinstance(node, UnionAll):
+            if column not in node.out:
+                return None
+            first = node.inputs[0]
+            column = first.columns[node.out.index(column)]
+            node = first
+        elif isinstance(node, Filter | Window | Join):
+            below = [c for c in node.children if column in c.columns]
+            if not below:
+                return None
+            node = below[0]
+        else:
+            return None
+
+
+def _holds_map(e: exp.Expr | None) -> bool:
+    t = getattr(e, "type", None)
+    return isinstance(t, exp.DataType) and any(
+        d.this == exp.DataType.Type.MAP for d in t.find_all(exp.DataType)
+    )
+
+
+def _breaks_ties(w: exp.Window) -> bool:
+    """Whether ``w``'s answer depends on the order among rows tied in its ORDER BY in a way
+    an order that tells them apart fixes (see :func:`_total_order`); raises when it
+    depends on it in a way no such order fixes."""
+    if w.args.get("order") is None:
+        return False
+    ignore_nulls = isinstance(w.this, exp.IgnoreNulls)
+    call = w.this.this if isinstance(w.this, exp.IgnoreNulls | exp.RespectNulls) else w.this
+    spec = w.args.get("spec")
+    kind = str(spec.args.get("kind") or "").upper() if spec is not None else "RANGE"
+    start = str(spec.args.get("start") or "").upper() if spec is not None else "UNBOUNDED"
+    end = str(spec.args.get("end") or "CURRENT ROW").upper() if spec is not None else "CURRENT ROW"
+    positional = isinstance(call, exp.RowNumber | exp.Ntile | exp.Lag | exp.Lead) or kind == "ROWS"
+    if not positional:
+        if not isinstance(call, exp.FirstValue | exp.LastValue | exp.NthValue):
+            return False  # peers share one value
+        whole = start == "UNBOUNDED" and end == "UNBOUNDED"
+        first_from_start = (
+            isinstance(call, exp.FirstValue) and not ignore_nulls and start == "UNBOUNDED"
+        )
+        if not (whole or (first_from_start and end in ("CURRENT ROW", "UNBOUNDED"))):
+            raise NotIncremental(
+                "WINDOW_TIES",
+                _call_name(call).upper(),
+                "picks among the rows tied in its ORDER BY in the order Spark reads them "
+                "(its RANGE frame ends at the current row's last peer); recomputed FULL. "
+                "Over a ROWS frame, or a frame of the whole partition, it is maintained",
+            )
+    return True
+
+
 def _total_order(w: exp.Window, breakers: list[str]) -> exp.Window:
     """``w`` with its order made total where the answer depends on the order among rows
     tied in it: ``breakers`` (the input's columns the query uses) appended to its ORDER BY.
@@ -1033,30 +1106,8 @@ def _total_order(w: exp.Window, breakers: list[str]) -> exp.Window:
     and FIRST_VALUE IGNORE NULLS over a RANGE frame pick among the peers in the frame
     and would change too: refused (FULL recomputes all at once, one order)."""
     order = w.args.get("order")
-    if order is None or not breakers:
+    if order is None or not breakers or not _breaks_ties(w):
         return w
-    ignore_nulls = isinstance(w.this, exp.IgnoreNulls)
-    call = w.this.this if isinstance(w.this, exp.IgnoreNulls | exp.RespectNulls) else w.this
-    spec = w.args.get("spec")
-    kind = str(spec.args.get("kind") or "").upper() if spec is not None else "RANGE"
-    start = str(spec.args.get("start") or "").upper() if spec is not None else "UNBOUNDED"
-    end = str(spec.args.get("end") or "CURRENT ROW").upper() if spec is not None else "CURRENT ROW"
-    positional = isinstance(call, exp.RowNumber | exp.Ntile | exp.Lag | exp.Lead) or kind == "ROWS"
-    if not positional:
-        if not isinstance(call, exp.FirstValue | exp.LastValue | exp.NthValue):
-            return w  # peers share one value
-        whole = start == "UNBOUNDED" and end == "UNBOUNDED"
-        first_from_start = (
-            isinstance(call, exp.FirstValue) and not ignore_nulls and start == "UNBOUNDED"
-        )
-        if not (whole or (first_from_start and end in ("CURRENT ROW", "UNBOUNDED"))):
-            raise NotIncremental(
-                "WINDOW_TIES",
-                _call_name(call).upper(),
-                "picks among the rows tied in its ORDER BY in the order Spark reads them "
-                "(its RANGE frame ends at the current row's last peer); recomputed FULL. "
-                "Over a ROWS frame, or a frame of the whole partition, it is maintained",
-            )
     keys = {o.this.sql("spark") for o in order.expressions}
     keys |= {p.sql("spark") for p in w.args.get("partition_by") or []}
     extra = [exp.Ordered(this=col(c), nulls_first=True) for c in breakers]

@@ -643,3 +643,19 @@ def test_a_value_picked_among_tied_peers_is_recomputed(sql: str) -> None:
     with pytest.raises(NotIncremental) as err:
         build_plan(sql, SCHEMA, qualify)
     assert err.value.code == "WINDOW_TIES"
+
+
+def test_ties_told_apart_by_a_map_column_are_recomputed() -> None:
+    """Spark cannot order a MAP: a ranking whose ties only a MAP column tells apart refreshes
+    FULL; one whose ties are the answer (RANK) does not need to order by it."""
+    derived = "(SELECT k, z, map('a', z) AS m FROM t0) AS x"
+    with pytest.raises(NotIncremental) as err:
+        build_plan(
+            f"SELECT k, m, ROW_NUMBER() OVER (PARTITION BY k ORDER BY z) AS r FROM {derived}",
+            SCHEMA,
+            qualify,
+        )
+    assert err.value.code == "WINDOW_TIES" and "MAP" in err.value.detail
+    build_plan(
+        f"SELECT k, m, RANK() OVER (PARTITION BY k ORDER BY z) AS r FROM {derived}", SCHEMA, qualify
+    )
