@@ -27,7 +27,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bench.pipeline import Meter, parse_count, rows_differing, write_results
+from bench.pipeline import Meter, parse_count, refresh_side_by_side, write_results
 from dyntables import Lakehouse
 
 LOAD_BATCHES = 20
@@ -107,40 +107,12 @@ def run(events: int, change: int, rounds: int, kinds: list[str]) -> list[Measure
         for kind in kinds:
             for r in range(rounds):
                 log.apply(kind, change)
-                for method in ("full", "inc", "auto"):
-                    with meter.measure() as m:
-                        if method == "full":
-                            lh.spark.sql(f"INSERT OVERWRITE full_latest {LATEST}")
-                            mode = "FULL"
-                        else:
-                            result = lh.sql(f"REFRESH DYNAMIC TABLE {method}_latest").first()
-                            mode = str(result.refresh_mode)
-                    out.append(
-                        Measurement(
-                            events,
-                            change,
-                            kind,
-                            r,
-                            method,
-                            m["seconds"],
-                            int(m["input_rows"]),
-                            mode,
-                        )
-                    )
-                    print(
-                        f"{events:>11,} {kind:>9} round {r} {method:>4}: {m['seconds']:6.2f} s, "
-                        f"{int(m['input_rows']):>11,} rows read, {mode}",
-                        flush=True,
-                    )
-                _check_agree(lh)
+                label = f"{events:>11,} {kind:>9} round {r}"
+                for method, seconds, rows, mode in refresh_side_by_side(
+                    lh, meter, "latest", LATEST, ("full", "inc", "auto"), label
+                ):
+                    out.append(Measurement(events, change, kind, r, method, seconds, rows, mode))
     return out
-
-
-def _check_agree(lh: Lakehouse) -> None:
-    for dt in ("inc_latest", "auto_latest"):
-        differ = rows_differing(lh.spark, "full_latest", dt)
-        if differ:
-            raise AssertionError(f"{dt} differs from the recomputed table in {differ} rows")
 
 
 def summary(results: list[Measurement]) -> list[str]:

@@ -30,7 +30,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -286,6 +286,38 @@ def rows_differing(spark: Any, reference: str, other: str, cols: str = "*") -> i
             f"UNION ALL (SELECT {cols} FROM {other} EXCEPT ALL SELECT {cols} FROM {reference}))"
         ).first()[0]
     )
+
+
+def refresh_side_by_side(
+    lh: Lakehouse, meter: Meter, table: str, query: str, methods: Sequence[str], label: str
+) -> list[tuple[str, float, int, str]]:
+    """One change refreshed by every method, measured and printed: ``full`` recomputes
+    ``full_<table>`` with ``INSERT OVERWRITE``, any other method refreshes the dynamic
+    table ``<method>_<table>``; then each must hold ``full_<table>``'s rows. Returns
+    (method, seconds, rows read, refresh mode) per method."""
+    out = []
+    for method in methods:
+        with meter.measure() as m:
+            if method == "full":
+                lh.spark.sql(f"INSERT OVERWRITE full_{table} {query}")
+                mode = "FULL"
+            else:
+                row = lh.sql(f"REFRESH DYNAMIC TABLE {method}_{table}").first()
+                mode = str(row.refresh_mode) if row is not None else "?"
+        seconds, rows = m["seconds"], int(m["input_rows"])
+        print(f"{label} {method:>4}: {seconds:6.2f} s, {rows:>11,} rows read, {mode}", flush=True)
+        out.append((method, seconds, rows, mode))
+    for method in methods:
+        differ = (
+            0
+            if method == "full"
+            else rows_differing(lh.spark, f"full_{table}", f"{method}_{table}")
+        )
+        if differ:
+            raise AssertionError(
+                f"{method}_{table} differs from the recomputed table in {differ} rows"
+            )
+    return out
 
 
 def _check_agree(lh: Lakehouse, methods: list[Any], insert_only: bool) -> None:

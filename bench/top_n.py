@@ -26,7 +26,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bench.pipeline import Meter, parse_count, rows_differing, write_results
+from bench.pipeline import Meter, parse_count, refresh_side_by_side, write_results
 from dyntables import Lakehouse
 
 LOAD_BATCHES = 10
@@ -88,40 +88,12 @@ def run(orders: int, change: int, rounds: int, kinds: list[str]) -> list[Measure
                         f"UPDATE orders SET amount = amount + {r + 1} "
                         f"WHERE order_id % {stride} = {r % stride}"
                     )
-                for method in ("full", "inc", "auto"):
-                    with meter.measure() as m:
-                        if method == "full":
-                            spark.sql(f"INSERT OVERWRITE full_top {TOP}")
-                            mode = "FULL"
-                        else:
-                            result = lh.sql(f"REFRESH DYNAMIC TABLE {method}_top").first()
-                            mode = str(result.refresh_mode)
-                    out.append(
-                        Measurement(
-                            orders,
-                            change,
-                            kind,
-                            r,
-                            method,
-                            m["seconds"],
-                            int(m["input_rows"]),
-                            mode,
-                        )
-                    )
-                    print(
-                        f"{orders:>11,} {kind:>7} round {r} {method:>4}: {m['seconds']:6.2f} s, "
-                        f"{int(m['input_rows']):>11,} rows read, {mode}",
-                        flush=True,
-                    )
-                _check_agree(lh)
+                label = f"{orders:>11,} {kind:>7} round {r}"
+                for method, seconds, rows, mode in refresh_side_by_side(
+                    lh, meter, "top", TOP, ("full", "inc", "auto"), label
+                ):
+                    out.append(Measurement(orders, change, kind, r, method, seconds, rows, mode))
     return out
-
-
-def _check_agree(lh: Lakehouse) -> None:
-    for dt in ("inc_top", "auto_top"):
-        differ = rows_differing(lh.spark, "full_top", dt)
-        if differ:
-            raise AssertionError(f"{dt} differs from the recomputed table in {differ} rows")
 
 
 def summary(results: list[Measurement]) -> list[str]:
