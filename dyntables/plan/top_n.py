@@ -8,9 +8,8 @@ r <= n`` keeps: a window without PARTITION BY, whose rule recomputes the single
 partition from its input. Over an aggregate that input is the aggregate's state (a row
 per group), so a top-N of groups ("the 10 categories with the most sales") is refreshed
 from the groups, never from the rows below them. Rows that tie in the order are
-numbered in whichever order Spark reads them, as LIMIT picks among them: either keeps
-a valid answer, and a delta that removes a row the table does not hold makes the
-refresh recompute (apply.py).
+numbered by their other columns (the builder makes every ROW_NUMBER's order total):
+one of the answers LIMIT could give, and the same one at every refresh.
 
 The order may name the query's columns (by name or position) or, in a SELECT without
 DISTINCT, any expression Spark allows there (``ORDER BY SUM(x)``, a column not
@@ -52,7 +51,7 @@ def as_ranked(query: exp.Query) -> exp.Select:
     if any(not n for n in names) or len({n.lower() for n in names}) != len(names):
         raise Unsupported("ORDER BY ... LIMIT over columns without distinct names")
     by_name = {n.lower(): n for n in names}
-    hidden: list[exp.Expr] = []
+    hidden: list[str] = []
     keys: list[exp.Ordered] = []
     for ordered in order.expressions:
         assert isinstance(ordered, exp.Ordered)
@@ -60,11 +59,11 @@ def as_ranked(query: exp.Query) -> exp.Select:
         name = _output_name(key, by_name, names)
         if name is None:
             name = _hide(rows, key, by_name, len(hidden))
-            hidden.append(key)
+            hidden.append(name)
         ranked_key = ordered.copy()
         ranked_key.set("this", exp.column(_ident(name), ROWS_ALIAS))
         keys.append(ranked_key)
-    every = names + [f"{HIDDEN}{i}" for i in range(len(hidden))]
+    every = names + hidden
     rank = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=keys))
     ranked = exp.select(
         *(exp.alias_(exp.column(_ident(n), ROWS_ALIAS), _ident(n)) for n in every),

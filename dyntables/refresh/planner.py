@@ -66,8 +66,9 @@ DELTA_READS_TOO_MUCH = "DELTA_READS_TOO_MUCH"
 WINDOW_OVER_ALL_ROWS = "WINDOW_OVER_ALL_ROWS"
 WINDOW_OVER_ALL_ROWS_DETAIL = (
     f"{WINDOW_OVER_ALL_ROWS}: AUTO recomputes a window without PARTITION BY (or an "
-    "ORDER BY ... LIMIT) over the sources' rows (any change re-ranks every row; recomputing reads them once, the delta "
-    "rule twice); REFRESH_MODE = INCREMENTAL keeps the rule"
+    "ORDER BY ... LIMIT) over the sources' rows (any change re-ranks every row; "
+    "recomputing reads them once, the delta rule twice); REFRESH_MODE = INCREMENTAL "
+    "keeps the rule"
 )
 INCONSISTENT_STATE = "INCONSISTENT_STATE"
 SUM_OVERFLOW = "SUM_OVERFLOW"
