@@ -304,6 +304,17 @@ def _auto_recomputes(dt: DynamicTableDef, plan: Plan) -> bool:
     return dt.refresh_mode == "AUTO" and ranks_all_rows(plan.root)
 
 
+def small_data_settings(spark: Any) -> dict[str, str]:
+    """Settings that plan for little data (see SMALL_CHANGE_ROWS): adaptive execution
+    off, no more shuffle partitions than the cluster has cores."""
+    cores = max(int(spark.sparkContext.defaultParallelism), 1)
+    configured = int(spark.conf.get("spark.sql.shuffle.partitions", None) or 200)
+    return {
+        "spark.sql.adaptive.enabled": "false",
+        "spark.sql.shuffle.partitions": str(min(configured, cores)),
+    }
+
+
 @contextmanager
 def small_change_settings(spark: Any, changed_rows: int) -> Iterator[None]:
     """The refresh session's settings for a small change (see SMALL_CHANGE_ROWS), put
@@ -311,12 +322,10 @@ def small_change_settings(spark: Any, changed_rows: int) -> Iterator[None]:
     if changed_rows >= SMALL_CHANGE_ROWS:
         yield
         return
-    keys = ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions")
-    before = {k: spark.conf.get(k, None) for k in keys}
-    cores = max(int(spark.sparkContext.defaultParallelism), 1)
-    configured = int(before["spark.sql.shuffle.partitions"] or 200)
-    spark.conf.set("spark.sql.adaptive.enabled", "false")
-    spark.conf.set("spark.sql.shuffle.partitions", str(min(configured, cores)))
+    settings = small_data_settings(spark)
+    before = {k: spark.conf.get(k, None) for k in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
     try:
         yield
     finally:

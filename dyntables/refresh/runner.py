@@ -34,21 +34,24 @@ from dyntables.refresh.history import (
 )
 from dyntables.refresh.ids import new_job_id, now_ms
 from dyntables.refresh.locks import RefreshLocks
+from dyntables.refresh.planner import small_data_settings
 from dyntables.refresh.retention import maintain
 from dyntables.sql.tokens import TableName
 
 if TYPE_CHECKING:
     from dyntables.catalog.registry import Registry
 
-# A refresh whose sources and table hold at most this many rows together runs on
-# Spark's interpreted evaluation: generating and compiling Java code for its plans
+# A refresh whose sources and table hold at most this many rows together is planned
+# for little data, whatever its mode: on Spark's interpreted evaluation, without
+# adaptive execution and with no more shuffle partitions than cores (see
+# planner.SMALL_CHANGE_ROWS). Generating and compiling Java code for its plans
 # (twenty-odd compilations for a small aggregate's refresh) costs more than compiled
 # code saves on so few rows. Measured on this project's machine (scratch A/B,
 # alternating refreshes of the seeds' pipeline on a handful of rows, 10 rounds): the
 # join layer 0.67 -> 0.51 s, the aggregate 1.02 -> 0.83 s, a rank 0.68 -> 0.54 s; one
 # aggregate over 10k rows took as long either way, over 100k rows 1.3x longer
 # interpreted. Results are the same either way.
-INTERPRETED_MAX_ROWS = 50_000
+SMALL_DATA_ROWS = 50_000
 
 
 @dataclass(frozen=True)
@@ -314,7 +317,7 @@ class Refresher:
         job group/pool make the refresh visible (and schedulable) as one unit. It is a
         clone of the session refreshing, with the settings results depend on (time
         zone, ANSI mode) as the session that created the table had them. ``rows``: what
-        the sources and the table hold together (see INTERPRETED_MAX_ROWS)."""
+        the sources and the table hold together (see SMALL_DATA_ROWS)."""
         from pyspark.sql import SparkSession
 
         session = SparkSession(self.spark.sparkContext, self.spark._jsparkSession.cloneSession())
@@ -323,7 +326,9 @@ class Refresher:
             session.conf.set(key, value)
         # an overwrite must replace the whole table, whatever the user's session says
         session.conf.set("spark.sql.sources.partitionOverwriteMode", "static")
-        if rows is not None and rows <= INTERPRETED_MAX_ROWS:
+        if rows is not None and rows <= SMALL_DATA_ROWS:
+            for key, value in small_data_settings(session).items():
+                session.conf.set(key, value)
             session.conf.set("spark.sql.codegen.wholeStage", "false")
             session.conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN")
         sc = self.spark.sparkContext

@@ -9,11 +9,11 @@ from dyntables.refresh import runner
 from tests.oracle import assert_oracle
 
 
-def _refresh_plans(lh: Lakehouse, dt: str) -> list[str]:
+def _refresh_plans(lh: Lakehouse, dt: str, mode: str = "INCREMENTAL") -> list[str]:
     """The physical plans Spark ran for a refresh of ``dt``, from the driver's SQL status
     store (each execution is described as ``refresh <table>``)."""
     outcome = lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first()
-    assert outcome.refresh_mode == "INCREMENTAL"
+    assert outcome.refresh_mode == mode
     store = lh.spark._jsparkSession.sharedState().statusStore()
     executions = store.executionsList()
     plans = []
@@ -43,13 +43,27 @@ def test_a_refresh_of_few_rows_runs_interpreted_and_a_larger_one_compiled(
     assert plans and not any(map(_compiled, plans))
     assert_oracle(lh, dt)
 
-    monkeypatch.setattr(runner, "INTERPRETED_MAX_ROWS", 5)
+    monkeypatch.setattr(runner, "SMALL_DATA_ROWS", 5)
     lh.sql(f"UPDATE {src} SET v = 5 WHERE k = 'b'")
     plans_after = _refresh_plans(lh, dt)[len(plans) :]
     assert plans_after and any(map(_compiled, plans_after))  # more rows than that: compiled
     assert_oracle(lh, dt)
     # the user's session keeps its own settings
     assert lh.spark.conf.get("spark.sql.codegen.wholeStage") == "true"
+
+
+def test_a_full_refresh_of_few_rows_is_planned_for_them(lh: Lakehouse, unique) -> None:  # type: ignore[no-untyped-def]
+    src, dt = unique("src"), unique("dt")
+    lh.sql(
+        f"CREATE TABLE {src} (k STRING, v BIGINT); INSERT INTO {src} VALUES ('a', 1), ('b', 2);"
+        f"CREATE DYNAMIC TABLE {dt} REFRESH_MODE = FULL AS SELECT k, SUM(v) AS s FROM {src} GROUP BY k"
+    )
+    lh.sql(f"INSERT INTO {src} VALUES ('a', 3)")
+    plans = _refresh_plans(lh, dt, "FULL")
+    assert plans and not any(map(_compiled, plans))
+    assert not any("AdaptiveSparkPlan" in p for p in plans)  # the session's AQE is on
+    assert lh.spark.conf.get("spark.sql.adaptive.enabled") == "true"
+    assert_oracle(lh, dt)
 
 
 def test_the_callers_job_group_and_pool_are_theirs_again_after_a_refresh(
