@@ -25,9 +25,8 @@ import argparse
 import statistics
 import tempfile
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
-from bench.pipeline import Meter, parse_count, refresh_side_by_side, write_results
+from bench.pipeline import Meter, refresh_side_by_side, run_sizes
 from dyntables import Lakehouse
 
 LOAD_BATCHES = 20
@@ -144,15 +143,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args(argv)
-    started = datetime.now(UTC)
     kinds = [k for k in args.kinds.split(",") if k]
-    results: list[Measurement] = []
-    for events in (parse_count(e) for e in args.events.split(",")):
-        results += run(events, args.change, args.rounds, kinds)
-    path = write_results(args.out, "dedup", started, argv, {}, results)
-    print("\n".join(summary(results)))
-    print(f"results: {path}")
-    return 0
+    return run_sizes(
+        "dedup",
+        argv,
+        args,
+        args.events,
+        lambda events: run(events, args.change, args.rounds, kinds),
+        summary,
+    )
 
 
 if __name__ == "__main__":

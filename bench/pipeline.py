@@ -514,6 +514,26 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def run_sizes(
+    name: str,
+    argv: list[str] | None,
+    args: argparse.Namespace,
+    sizes: str,
+    run_size: Callable[[int], list[Any]],
+    summary: Callable[[list[Any]], list[str]],
+) -> int:
+    """A bench's main after its arguments: ``run_size`` at each of the comma-separated
+    ``sizes`` (1M, 100k...), then the results file and the summary table."""
+    started = datetime.now(UTC)
+    results: list[Any] = []
+    for size in (parse_count(s) for s in sizes.split(",")):
+        results += run_size(size)
+    path = write_results(args.out, name, started, argv, {}, results)
+    print("\n".join(summary(results)))
+    print(f"results: {path}")
+    return 0
+
+
 def write_results(
     out: str,
     kind: str,

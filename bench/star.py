@@ -19,9 +19,8 @@ import argparse
 import statistics
 import tempfile
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
-from bench.pipeline import Meter, parse_count, refresh_side_by_side, write_results
+from bench.pipeline import Meter, refresh_side_by_side, run_sizes
 from dyntables import Lakehouse
 
 KINDS = ("facts", "dims")
@@ -114,15 +113,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args(argv)
-    started = datetime.now(UTC)
     kinds = [k for k in args.kinds.split(",") if k]
-    results: list[Measurement] = []
-    for facts in (parse_count(f) for f in args.facts.split(",")):
-        results += run(facts, args.dims, args.rounds, kinds)
-    path = write_results(args.out, "star", started, argv, {}, results)
-    print("\n".join(summary(results)))
-    print(f"results: {path}")
-    return 0
+    return run_sizes(
+        "star",
+        argv,
+        args,
+        args.facts,
+        lambda facts: run(facts, args.dims, args.rounds, kinds),
+        summary,
+    )
 
 
 if __name__ == "__main__":

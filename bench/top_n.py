@@ -24,9 +24,8 @@ import argparse
 import statistics
 import tempfile
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
-from bench.pipeline import Meter, parse_count, refresh_side_by_side, write_results
+from bench.pipeline import Meter, refresh_side_by_side, run_sizes
 from dyntables import Lakehouse
 
 LOAD_BATCHES = 10
@@ -129,15 +128,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args(argv)
-    started = datetime.now(UTC)
     kinds = [k for k in args.kinds.split(",") if k]
-    results: list[Measurement] = []
-    for orders in (parse_count(o) for o in args.orders.split(",")):
-        results += run(orders, args.change, args.rounds, kinds)
-    path = write_results(args.out, "top_n", started, argv, {}, results)
-    print("\n".join(summary(results)))
-    print(f"results: {path}")
-    return 0
+    return run_sizes(
+        "top_n",
+        argv,
+        args,
+        args.orders,
+        lambda orders: run(orders, args.change, args.rounds, kinds),
+        summary,
+    )
 
 
 if __name__ == "__main__":
