@@ -49,6 +49,7 @@ from dyntables.refresh.history import (
 from dyntables.refresh.ids import new_job_id, now_ms
 from dyntables.refresh.planner import INITIAL
 from dyntables.refresh.retention import METADATA_PROPERTIES
+from dyntables.refresh.sessions import label_jobs, thread_properties_kept, work_session
 from dyntables.sql.statements import (
     AlterDynamicTable,
     CreateDynamicTable,
@@ -157,7 +158,7 @@ class Commands:
         sources = source_tables(query, self.lh.qualify)
         if name in sources:
             raise UnsupportedQueryError(f"dynamic table {name} cannot read itself")
-        pinned = self._pin(sources)
+        pinned, source_rows = self._pin(sources)
         self._validate_options(stmt)
         dt = DynamicTableDef(
             name=name,
@@ -185,11 +186,15 @@ class Commands:
                 {**keep.to_properties(), **({"comment": stmt.comment} if stmt.comment else {})}
             )
             return self._ok()
-        self._build(dt, stmt, query, pinned, replace=existing is not None)
+        with thread_properties_kept(self.spark.sparkContext):
+            self._build(dt, stmt, query, pinned, source_rows, replace=existing is not None)
         return self._ok()
 
-    def _pin(self, sources: list[TableName]) -> dict[str, SourceVersion]:
+    def _pin(self, sources: list[TableName]) -> tuple[dict[str, SourceVersion], int | None]:
+        """The sources' current snapshots, and the rows they hold together (None when a
+        snapshot does not say)."""
         pinned: dict[str, SourceVersion] = {}
+        rows: int | None = 0
         for source in sources:
             table = load_table(self.spark, source)
             if table is None:
@@ -197,7 +202,9 @@ class Commands:
                     f"source table {source} not found (or not an Iceberg table); create it before the dynamic table"
                 )
             pinned[str(source)] = SourceVersion(table.current_snapshot_id(), table.uuid)
-        return pinned
+            count = table.total_records()
+            rows = None if rows is None or count is None else rows + count
+        return pinned, rows
 
     def _validate_options(self, stmt: CreateDynamicTable) -> None:
         for key, _ in stmt.properties:
@@ -223,15 +230,20 @@ class Commands:
         stmt: CreateDynamicTable,
         query: exp.Query,
         pinned: dict[str, SourceVersion],
+        source_rows: int | None,
         replace: bool,
     ) -> None:
-        """CTAS (or atomic RTAS for OR REPLACE): data, definition and refresh state in one commit."""
+        """CTAS (or atomic RTAS for OR REPLACE): data, definition and refresh state in one
+        commit. It runs in a session of its own, planned like a refresh of as many rows
+        (see sessions.SMALL_DATA_ROWS) and labelled as one unit, as a refresh is."""
         started = datetime.now(UTC)
         t0 = time.monotonic()
         job_id = new_job_id()
+        spark = work_session(self.spark, {}, source_rows)
+        label_jobs(self.spark.sparkContext, job_id, f"create {dt.name}", dt.vcluster.lower())
         versions = {TableName(tuple(k.split("."))): v.snapshot for k, v in pinned.items()}
         pinned_sql = pin_sources(query, self.lh.qualify, versions).sql("spark")
-        schema = self._analyze(pinned_sql, dt)
+        schema = self._analyze(spark, pinned_sql, dt)
         columns = (
             [c.name for c in stmt.columns] if stmt.columns else [f.name for f in schema.fields]
         )
@@ -240,7 +252,7 @@ class Commands:
                 f"dynamic table {dt.name} lists {len(columns)} columns but its query returns {len(schema.fields)}"
             )
         compiled = self.registry.planner.compile_for_create(dt, columns)
-        contents, states = contents_sql(self.spark, dt, compiled.plan, pinned, columns, job_id)
+        contents, states = contents_sql(spark, dt, compiled.plan, pinned, columns, job_id)
         state = RefreshState(job_id, now_ms(), pinned, FULL, states)
         props = {
             **dt.to_properties(),
@@ -261,7 +273,7 @@ class Commands:
             ddl += f" COMMENT {_lit(dt.comment)}"
         ddl += f" TBLPROPERTIES ({props_sql}) AS SELECT * FROM ({contents}) AS q({col_list})"
         try:
-            self.spark.sql(ddl)
+            spark.sql(ddl)
         except Exception as exc:
             drop_state_tables(self.spark, [str(v["table"]) for v in states.values()])
             self._record_build(dt, started, t0, job_id, None, exc)
@@ -273,9 +285,9 @@ class Commands:
                 )
         self._record_build(dt, started, t0, job_id, load_table(self.spark, dt.name), None)
 
-    def _analyze(self, pinned_sql: str, dt: DynamicTableDef) -> Any:
+    def _analyze(self, spark: Any, pinned_sql: str, dt: DynamicTableDef) -> Any:
         try:
-            return self.spark.sql(pinned_sql).schema  # analysis only: no job runs
+            return spark.sql(pinned_sql).schema  # analysis only: no job runs
         except Exception as exc:
             from dyntables.engine.errors import translate
 

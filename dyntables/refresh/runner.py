@@ -10,8 +10,7 @@ refresh starts from the recorded snapshots: nothing lost, nothing applied twice.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -34,24 +33,12 @@ from dyntables.refresh.history import (
 )
 from dyntables.refresh.ids import new_job_id, now_ms
 from dyntables.refresh.locks import RefreshLocks
-from dyntables.refresh.planner import small_data_settings
 from dyntables.refresh.retention import maintain
+from dyntables.refresh.sessions import label_jobs, thread_properties_kept, work_session
 from dyntables.sql.tokens import TableName
 
 if TYPE_CHECKING:
     from dyntables.catalog.registry import Registry
-
-# A refresh whose sources and table hold at most this many rows together is planned
-# for little data, whatever its mode: on Spark's interpreted evaluation, without
-# adaptive execution and with no more shuffle partitions than cores (see
-# planner.SMALL_CHANGE_ROWS). Generating and compiling Java code for its plans
-# (twenty-odd compilations for a small aggregate's refresh) costs more than compiled
-# code saves on so few rows. Measured on this project's machine (scratch A/B,
-# alternating refreshes of the seeds' pipeline on a handful of rows, 10 rounds): the
-# join layer 0.67 -> 0.51 s, the aggregate 1.02 -> 0.83 s, a rank 0.68 -> 0.54 s; one
-# aggregate over 10k rows took as long either way, over 100k rows 1.3x longer
-# interpreted. Results are the same either way.
-SMALL_DATA_ROWS = 50_000
 
 
 @dataclass(frozen=True)
@@ -124,7 +111,7 @@ class Refresher:
             raise RefreshConflictError(
                 f"dynamic table {dt.name} is being refreshed right now; try again"
             )
-        with lease, _thread_properties_kept(self.spark.sparkContext):
+        with lease, thread_properties_kept(self.spark.sparkContext):
             return self._refresh_locked(dt, trigger, force_full)
 
     def _no_data_without_lease(
@@ -318,22 +305,14 @@ class Refresher:
         clone of the session refreshing, with the settings results depend on (time
         zone, ANSI mode) as the session that created the table had them. ``rows``: what
         the sources and the table hold together (see SMALL_DATA_ROWS)."""
-        from pyspark.sql import SparkSession
-
-        session = SparkSession(self.spark.sparkContext, self.spark._jsparkSession.cloneSession())
-        session.conf.set("spark.wap.id", job_id)
-        for key, value in dt.settings.items():  # as the rows already there were computed
-            session.conf.set(key, value)
-        # an overwrite must replace the whole table, whatever the user's session says
-        session.conf.set("spark.sql.sources.partitionOverwriteMode", "static")
-        if rows is not None and rows <= SMALL_DATA_ROWS:
-            for key, value in small_data_settings(session).items():
-                session.conf.set(key, value)
-            session.conf.set("spark.sql.codegen.wholeStage", "false")
-            session.conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN")
-        sc = self.spark.sparkContext
-        sc.setJobGroup(job_id, f"refresh {dt.name}", interruptOnCancel=True)
-        sc.setLocalProperty("spark.scheduler.pool", dt.vcluster.lower())
+        settings = {
+            "spark.wap.id": job_id,
+            **dt.settings,  # as the rows already there were computed
+            # an overwrite must replace the whole table, whatever the user's session says
+            "spark.sql.sources.partitionOverwriteMode": "static",
+        }
+        session = work_session(self.spark, settings, rows)
+        label_jobs(self.spark.sparkContext, job_id, f"refresh {dt.name}", dt.vcluster.lower())
         return session
 
     def _no_data(
@@ -394,29 +373,6 @@ class Refresher:
                 )
             ]
         )
-
-
-# the SparkContext properties of the calling thread a refresh sets (its job group, which
-# labels and cancels its jobs, and its scheduler pool)
-_THREAD_PROPERTIES = (
-    "spark.jobGroup.id",
-    "spark.job.description",
-    "spark.job.interruptOnCancel",
-    "spark.scheduler.pool",
-)
-
-
-@contextmanager
-def _thread_properties_kept(sc: Any) -> Iterator[None]:
-    """The thread's job group and pool as they were before the refresh, afterwards: else
-    the caller's next queries ran as part of the refresh (labelled with it, in its pool,
-    cancelled with it)."""
-    before = {key: sc.getLocalProperty(key) for key in _THREAD_PROPERTIES}
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            sc.setLocalProperty(key, value)
 
 
 def _unchanged(previous: RefreshState, pinned: dict[str, SourceVersion]) -> bool:
