@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 from sqlglot import exp
 from sqlglot.errors import OptimizeError
@@ -20,7 +19,9 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
 from dyntables.plan import grouping_sets, subquery, top_n
-from dyntables.plan.calls import is_aggregate_call, mean_as_avg, recomputable
+from dyntables.plan.calls import call_name, is_aggregate_call, mean_as_avg, own_nodes, recomputable
+from dyntables.plan.generators import GENERATORS, generates, modelled_generator
+from dyntables.plan.not_incremental import NotIncremental
 from dyntables.plan.ops import (
     RECOMPUTED,
     AggCall,
@@ -37,20 +38,16 @@ from dyntables.plan.ops import (
     walk_post_order,
 )
 from dyntables.plan.query import parse_query, scoped_names, table_name
+from dyntables.plan.time_windows import (
+    TIME_WINDOW_COLUMN,
+    interval_length,
+    own_time_windows,
+)
+from dyntables.plan.windows import breaks_ties, holds_map, inline_named_windows, total_order
 from dyntables.sql.tokens import TableName
 
 # table -> ordered (column, type) pairs, for qualification and Scan columns
 Schema = Mapping[TableName, list[tuple[str, str]]]
-
-
-class NotIncremental(Exception):
-    """The query (or part of it) has no delta rule; the DT refreshes FULL."""
-
-    def __init__(self, code: str, operator: str, detail: str) -> None:
-        super().__init__(f"{code}: {detail}")
-        self.code = code
-        self.operator = operator
-        self.detail = detail
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,7 +74,7 @@ Scope = dict[tuple[str, str], str]  # (alias, column) -> internal name
 def build_plan(
     query_text: str, schema: Schema, qualify_name: Callable[[TableName], TableName]
 ) -> Plan:
-    tree = _inline_named_windows(scoped_names(parse_query(query_text), qualify_name))
+    tree = inline_named_windows(scoped_names(parse_query(query_text), qualify_name))
     _refuse_unmodelled(tree)
     sg_schema: dict[str, object] = {}
     for name, cols in schema.items():
@@ -304,7 +301,7 @@ class _Builder:
     ) -> tuple[Node, list[str]]:
         """ROLLUP / CUBE / GROUPING SETS: one plain GROUP BY per set, united (see
         :mod:`.grouping_sets`); window functions and DISTINCT over the united rows."""
-        if _own_time_windows(select):
+        if own_time_windows(select):
             # Spark computes the bucket once below all the sets, dropping the rows whose
             # time is NULL from every set, also those that do not group by the bucket
             raise NotIncremental("GROUPING_SETS", "GROUP BY", "window() in grouping sets")
@@ -357,11 +354,11 @@ class _Builder:
         having = select.args.get("having")
         group = select.args.get("group")
         has_agg = any(_aggregates(e) for e in exprs) or having is not None
-        generators = [e for e in exprs if _generates(e)]
+        generators = [e for e in exprs if generates(e)]
         if generators and (group is not None or has_agg or any(e.find(exp.Window) for e in exprs)):
             raise NotIncremental(
                 "GENERATOR",
-                _call_name(generators[0].this).upper(),
+                call_name(generators[0].this).upper(),
                 "a generator beside aggregates or window functions in one SELECT; recomputed FULL",
             )
         if len(generators) > 1:
@@ -398,7 +395,7 @@ class _Builder:
         exprs: list[exp.Expr] = []
         names: list[str] = []
         for e in items:
-            if _generates(e):
+            if generates(e):
                 made = [c.name for c in e.expressions] if isinstance(e, exp.Aliases) else [e.alias]
                 out = tuple(self.fresh() for _ in made)
                 node = Generate(node, self.expr(e.this, scope), out)
@@ -747,7 +744,7 @@ class _Builder:
         (the groups whose MIN/MAX is recomputed, the window partitions re-ranked). So the
         bucket becomes a column of a projection over the FROM clause, after a filter
         that drops NULL times as Spark does, and the SELECT refers to that column."""
-        calls = _own_time_windows(select)
+        calls = own_time_windows(select)
         if not calls:
             return node, scope, select
         for call in calls:
@@ -764,7 +761,7 @@ class _Builder:
                 isinstance(a, exp.Literal) and a.is_string for a in args[1:]
             ):
                 raise NotIncremental("TIME_WINDOW", "window", "window() with non-literal durations")
-            if len(args) >= 3 and _interval_length(args[2]) != _interval_length(args[1]):
+            if len(args) >= 3 and interval_length(args[2]) != interval_length(args[1]):
                 raise NotIncremental(
                     "TIME_WINDOW",
                     "window",
@@ -787,10 +784,10 @@ class _Builder:
         bucket_col = self.fresh()
         node = Project(node, (*(col(c) for c in renamed), bucket), (*renamed.values(), bucket_col))
         scope = {k: renamed[v] for k, v in scope.items() if v in renamed}
-        scope[("", _TIME_WINDOW_COLUMN)] = bucket_col
+        scope[("", TIME_WINDOW_COLUMN)] = bucket_col
         select = select.copy()
-        for n in _own_time_windows(select):
-            n.replace(exp.column(_TIME_WINDOW_COLUMN))
+        for n in own_time_windows(select):
+            n.replace(exp.column(TIME_WINDOW_COLUMN))
         return node, scope, select
 
     # -- GROUP BY / aggregates ---------------------------------------------------------------
@@ -814,7 +811,7 @@ class _Builder:
                 # aggregate, also none inside a window (RANK() OVER (ORDER BY SUM(x)))
                 group_exprs = []
                 for e in exprs:
-                    if any(is_aggregate_call(n) for n in _own_nodes(e)):
+                    if any(is_aggregate_call(n) for n in own_nodes(e)):
                         continue
                     if e.find(exp.Window):
                         raise NotIncremental(
@@ -931,15 +928,15 @@ class _Builder:
         # them make the same rows above whichever order they take among themselves
         used = {c.name for e in exprs for c in e.find_all(exp.Column) if not c.table}
         breakers = [c for c in node.columns if c in used]
-        unordered = [c for c in breakers if _holds_map(_defining(node, c))]
-        if unordered and any(_breaks_ties(w) for w in windows):
+        unordered = [c for c in breakers if holds_map(_defining(node, c))]
+        if unordered and any(breaks_ties(w) for w in windows):
             raise NotIncremental(  # Spark cannot order a MAP, nor anything holding one
                 "WINDOW_TIES",
                 "window",
                 "rows tied in a window's ORDER BY would be told apart by a MAP column, "
                 "which Spark cannot order; recomputed FULL",
             )
-        funcs = tuple(_total_order(w.copy(), breakers) for w in windows)
+        funcs = tuple(total_order(w.copy(), breakers) for w in windows)
         window_node = Window(node, partition_by, funcs, func_cols)
         mapping = {id(w): c for w, c in zip(windows, func_cols, strict=True)}
 
@@ -1003,18 +1000,16 @@ def _refuse_unmodelled(tree: exp.Query) -> None:
             "say which rows it keeps; recomputed FULL",
         )
     for n in nodes:
-        if (_call_name(n) in _GENERATORS or isinstance(n, exp.Aliases)) and not _modelled_generator(
-            n
-        ):
+        if (call_name(n) in GENERATORS or isinstance(n, exp.Aliases)) and not modelled_generator(n):
             raise NotIncremental(
                 "GENERATOR",
-                _call_name(n).upper() or "AS (...)",
+                call_name(n).upper() or "AS (...)",
                 "a generator is maintained as a named item of a SELECT list (explode(x) AS v)"
                 " or a LATERAL VIEW with named columns; recomputed FULL",
             )
     for select in tree.find_all(exp.Select):
         where = select.args.get("where")
-        if where is not None and _own_time_windows(where) and _has_star(select):
+        if where is not None and own_time_windows(where) and _has_star(select):
             # Spark adds the bucket to the columns a SELECT * sees when its WHERE uses it
             raise NotIncremental(
                 "TIME_WINDOW", "window", "window() in WHERE under SELECT *; recomputed FULL"
@@ -1048,226 +1043,12 @@ def _defining(node: Node, column: str) -> exp.Expr | None:
             return None
 
 
-def _holds_map(e: exp.Expr | None) -> bool:
-    t = getattr(e, "type", None)
-    return isinstance(t, exp.DataType) and any(
-        d.this == exp.DataType.Type.MAP for d in t.find_all(exp.DataType)
-    )
-
-
-def _breaks_ties(w: exp.Window) -> bool:
-    """Whether ``w``'s answer depends on the order among rows tied in its ORDER BY in a way
-    an order that tells them apart fixes (see :func:`_total_order`); raises when it
-    depends on it in a way no such order fixes."""
-    if w.args.get("order") is None:
-        return False
-    ignore_nulls = isinstance(w.this, exp.IgnoreNulls)
-    call = w.this.this if isinstance(w.this, exp.IgnoreNulls | exp.RespectNulls) else w.this
-    spec = w.args.get("spec")
-    kind = str(spec.args.get("kind") or "").upper() if spec is not None else "RANGE"
-    start = str(spec.args.get("start") or "").upper() if spec is not None else "UNBOUNDED"
-    end = str(spec.args.get("end") or "CURRENT ROW").upper() if spec is not None else "CURRENT ROW"
-    positional = isinstance(call, exp.RowNumber | exp.Ntile | exp.Lag | exp.Lead) or kind == "ROWS"
-    if not positional:
-        if not isinstance(call, exp.FirstValue | exp.LastValue | exp.NthValue):
-            return False  # peers share one value
-        whole = start == "UNBOUNDED" and end == "UNBOUNDED"
-        first_from_start = (
-            isinstance(call, exp.FirstValue) and not ignore_nulls and start == "UNBOUNDED"
-        )
-        if not (whole or (first_from_start and end in ("CURRENT ROW", "UNBOUNDED"))):
-            raise NotIncremental(
-                "WINDOW_TIES",
-                _call_name(call).upper(),
-                "picks among the rows tied in its ORDER BY in the order Spark reads them "
-                "(its RANGE frame ends at the current row's last peer); recomputed FULL. "
-                "Over a ROWS frame, or a frame of the whole partition, it is maintained",
-            )
-    return True
-
-
-def _total_order(w: exp.Window, breakers: list[str]) -> exp.Window:
-    """``w`` with its order made total where the answer depends on the order among rows
-    tied in it: ``breakers`` (the input's columns the query uses) appended to its ORDER BY.
-
-    Spark numbers tied rows (ROW_NUMBER, NTILE), reads their neighbours (LAG, LEAD) and
-    counts positional frames (ROWS) in whichever order it reads them, and that order
-    changes between two reads of the same rows. A window's rule recomputes the touched
-    partitions as they were, to remove what the table holds for them; read in another
-    order, those are other rows than the table holds (a deduplication that kept row a of
-    two tied rows removes b), and a deleted row stayed in the table. Ordered by every
-    column the query uses, tied rows are equal wherever they are read, so the table
-    (built from the same plan by a FULL refresh) and every recomputation agree. Any
-    such order is one Spark could have taken, so the answer stays the query's.
-
-    Functions whose peers share one value (RANK, aggregates over RANGE frames) keep
-    their order: breaking their ties would change the answer. FIRST_VALUE from the
-    partition's start is the first row whatever the frame's end; LAST_VALUE, NTH_VALUE
-    and FIRST_VALUE IGNORE NULLS over a RANGE frame pick among the peers in the frame
-    and would change too: refused (FULL recomputes all at once, one order)."""
-    order = w.args.get("order")
-    if order is None or not breakers or not _breaks_ties(w):
-        return w
-    keys = {o.this.sql("spark") for o in order.expressions}
-    keys |= {p.sql("spark") for p in w.args.get("partition_by") or []}
-    extra = [exp.Ordered(this=col(c), nulls_first=True) for c in breakers]
-    order.set(
-        "expressions", [*order.expressions, *(o for o in extra if o.this.sql("spark") not in keys)]
-    )
-    return w
-
-
 def _key_pairs(conj: exp.Expr, a: exp.Expr, b: exp.Expr) -> list[tuple[exp.Expr, exp.Expr]] | None:
     """The key pairs an equality ``a = b`` or ``a <=> b`` between two sides stands for
     (see :func:`subquery.null_safe_keys`); None: not a key (it stays a condition)."""
     if isinstance(conj, exp.NullSafeEQ):
         return subquery.null_safe_keys(a, b)
     return [(a, b)]
-
-
-def _generates(item: exp.Expr) -> bool:
-    """A SELECT item that is a generator named by its alias(es)."""
-    if isinstance(item, exp.Aliases):
-        return True
-    return isinstance(item, exp.Alias) and _call_name(item.this) in _GENERATORS
-
-
-def _modelled_generator(n: exp.Expr) -> bool:
-    """A generator (or ``AS (a, b)``) where the compiler models it: the call of a
-    LATERAL VIEW, or a named item of a SELECT list (Spark's default names for an unnamed
-    one, ``col``, ``pos``, ``key``, ``value``, are not)."""
-    parent = n.parent
-    if isinstance(parent, exp.Lateral) and n.arg_key == "this":
-        return bool(parent.args.get("view"))
-    if isinstance(parent, exp.Alias | exp.Aliases) and n.arg_key == "this":
-        n, parent = parent, parent.parent  # the generator named: where is its name?
-    named = isinstance(n, exp.Alias | exp.Aliases)
-    return named and isinstance(parent, exp.Select) and n.arg_key == "expressions"
-
-
-def _inline_named_windows(tree: exp.Query) -> exp.Query:
-    """``SUM(x) OVER w ... WINDOW w AS (PARTITION BY k)`` with the window written out in
-    each OVER: the builder moves window functions into their own operator, away from the
-    SELECT whose WINDOW clause names them, and Spark then found ``w`` undefined."""
-    for select in tree.find_all(exp.Select):
-        named = select.args.get("windows")
-        if not named:
-            continue
-        defs = {w.this.name.lower(): w for w in named if isinstance(w.this, exp.Identifier)}
-
-        for part in select.expressions:
-            for n in _own_nodes(part):
-                if not (isinstance(n, exp.Window) and n.args.get("alias") and n.this is not None):
-                    continue
-                for key, value in _named_window(defs, n.alias.lower()).items():
-                    if value and not n.args.get(key):
-                        n.set(
-                            key,
-                            [v.copy() for v in value] if isinstance(value, list) else value.copy(),
-                        )
-                n.set("alias", None)
-        select.set("windows", None)
-    return tree
-
-
-def _named_window(
-    defs: Mapping[str, exp.Window], name: str, seen: tuple[str, ...] = ()
-) -> dict[str, Any]:
-    """PARTITION BY, ORDER BY and frame of a named window (``w2 AS (w1 ...)`` builds on
-    w1)."""
-    if name not in defs or name in seen:
-        raise NotIncremental("NAMED_WINDOW", "WINDOW", f"window {name} is not defined")
-    d = defs[name]
-    base = _named_window(defs, d.alias.lower(), (*seen, name)) if d.args.get("alias") else {}
-    return {k: d.args.get(k) or base.get(k) for k in ("partition_by", "order", "spec")}
-
-
-# Spark's generators: in a SELECT list they turn one row into several, and some into
-# several columns (posexplode, inline, stack, explode of a map)
-_GENERATORS = frozenset(
-    {
-        "explode",
-        "explode_outer",
-        "posexplode",
-        "posexplode_outer",
-        "inline",
-        "inline_outer",
-        "stack",
-        "json_tuple",
-        "unnest",
-    }
-)
-
-
-def _call_name(n: exp.Expr) -> str:
-    if isinstance(n, exp.Anonymous):
-        return n.name.lower()
-    return n.sql_name().lower() if isinstance(n, exp.Func) else ""
-
-
-# the name a SELECT refers to its time bucket by; never a column of the query's tables
-# (the scope is keyed by alias and name, and no table has the empty alias)
-_TIME_WINDOW_COLUMN = "__dyntables_time_window"
-_TIME_WINDOW_FUNCTIONS = frozenset({"window", "session_window", "window_time"})
-
-
-def _own_nodes(root: exp.Expr) -> list[exp.Expr]:
-    """``root`` and its descendants, not descending into nested queries (they are built,
-    with their own time buckets, where their SELECT is)."""
-    out: list[exp.Expr] = []
-    stack = [root]
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        stack.extend(
-            c for c in n.iter_expressions() if not isinstance(c, (exp.Query, exp.Subquery))
-        )
-    return out
-
-
-def _own_time_windows(root: exp.Expr) -> list[exp.Anonymous]:
-    """The time-window calls of one SELECT (or one of its clauses), in its own scope."""
-    if isinstance(root, exp.Select):
-        parts = [
-            *root.expressions,
-            *(root.args[k] for k in ("where", "group", "having") if root.args.get(k)),
-        ]
-    else:
-        parts = [root]
-    return [
-        n
-        for part in parts
-        for n in _own_nodes(part)
-        if isinstance(n, exp.Anonymous) and n.name.lower() in _TIME_WINDOW_FUNCTIONS
-    ]
-
-
-_MICROSECONDS = {
-    "microsecond": 1,
-    "millisecond": 1_000,
-    "second": 1_000_000,
-    "minute": 60_000_000,
-    "hour": 3_600_000_000,
-    "day": 86_400_000_000,
-    "week": 604_800_000_000,
-}
-
-
-def _interval_length(lit: exp.Expr) -> int | str:
-    """A window duration's length in microseconds ('60 minutes' is '1 hour'), or its
-    text when it is not a plain sum of ``<number> <unit>`` parts."""
-    words = lit.name.lower().split()
-    if words[:1] == ["interval"]:
-        words = words[1:]
-    if not words or len(words) % 2:
-        return " ".join(words)
-    total = 0
-    for number, unit in zip(words[::2], words[1::2], strict=True):
-        scale = _MICROSECONDS.get(unit.rstrip("s"))
-        if scale is None or not number.isdigit():
-            return " ".join(words)
-        total += int(number) * scale
-    return total
 
 
 def _has_star(select: exp.Select) -> bool:
@@ -1313,7 +1094,7 @@ def _filter_into_argument(f: exp.Filter) -> exp.AggFunc:
 
 def _aggregates(e: exp.Expr) -> bool:
     """An aggregate of this SELECT (not one of a subquery, nor a window function)."""
-    for n in _own_nodes(e):
+    for n in own_nodes(e):
         if is_aggregate_call(n) and not any(isinstance(p, exp.Window) for p in _ancestors(n)):
             return True
     return False

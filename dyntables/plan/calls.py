@@ -1,4 +1,5 @@
-"""Which calls are aggregates, and what the compiler does with each kind, pure.
+"""Which calls are aggregates, and what the compiler does with each kind, pure; and how
+the builder names a call and finds the calls of one SELECT.
 
 sqlglot models most of Spark's aggregate functions as ``exp.AggFunc`` subclasses; some
 it reads as plain calls (``try_sum``, ``every``, ...) and ANY as a quantified
@@ -125,3 +126,25 @@ def over_no_rows(n: exp.Expr) -> exp.Expr | None:
     if not is_aggregate_call(agg):
         return None
     return exp.Literal.number(0) if isinstance(agg, COUNTS) else exp.null()
+
+
+def call_name(n: exp.Expr) -> str:
+    """A call's function name in lower case, as Spark knows it (``""``: not a call)."""
+    if isinstance(n, exp.Anonymous):
+        return n.name.lower()
+    return n.sql_name().lower() if isinstance(n, exp.Func) else ""
+
+
+def own_nodes(root: exp.Expr) -> list[exp.Expr]:
+    """``root`` and its descendants, not descending into nested queries: one SELECT's own
+    calls (a nested query's are built, with their own time buckets and aggregates, where
+    its SELECT is)."""
+    out: list[exp.Expr] = []
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(
+            c for c in n.iter_expressions() if not isinstance(c, (exp.Query, exp.Subquery))
+        )
+    return out

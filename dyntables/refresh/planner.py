@@ -42,7 +42,8 @@ from dyntables.errors import IncrementalNotSupportedError
 from dyntables.ivm import aggregate as agg
 from dyntables.ivm.rules import ranks_all_rows
 from dyntables.ivm.sqlb import W
-from dyntables.plan.build import NotIncremental, Plan, build_plan
+from dyntables.plan.build import Plan, build_plan
+from dyntables.plan.not_incremental import NotIncremental
 from dyntables.plan.ops import scans
 from dyntables.refresh.changes import NONE, Capture, plan_capture
 from dyntables.refresh.compiled import aggregate_nodes, state_keys

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from sqlglot import exp
 
-from dyntables.plan.build import NotIncremental, build_plan
+from dyntables.plan.build import build_plan
+from dyntables.plan.not_incremental import NotIncremental
 from dyntables.plan.ops import (
     RECOMPUTED,
     Aggregate,

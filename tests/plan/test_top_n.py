@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from dyntables.plan.build import NotIncremental, build_plan
+from dyntables.plan.build import build_plan
+from dyntables.plan.not_incremental import NotIncremental
 from dyntables.plan.ops import Aggregate, Filter, Window, walk_post_order
 from dyntables.sql.tokens import TableName
 from tests.plan.test_query import qualify
