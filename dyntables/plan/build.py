@@ -20,7 +20,13 @@ from sqlglot.optimizer.qualify import qualify
 
 from dyntables.plan import grouping_sets, subquery, top_n
 from dyntables.plan.calls import call_name, is_aggregate_call, mean_as_avg, own_nodes, recomputable
-from dyntables.plan.generators import GENERATORS, generates, modelled_generator
+from dyntables.plan.generators import (
+    GENERATORS,
+    generates,
+    mark_unnamed,
+    modelled_generator,
+    name_unnamed,
+)
 from dyntables.plan.not_incremental import NotIncremental
 from dyntables.plan.ops import (
     RECOMPUTED,
@@ -75,6 +81,7 @@ def build_plan(
     query_text: str, schema: Schema, qualify_name: Callable[[TableName], TableName]
 ) -> Plan:
     tree = inline_named_windows(scoped_names(parse_query(query_text), qualify_name))
+    tree = mark_unnamed(tree)
     _refuse_unmodelled(tree)
     sg_schema: dict[str, object] = {}
     for name, cols in schema.items():
@@ -99,6 +106,15 @@ def build_plan(
         qualified = annotate_types(qualified, schema=sg_schema, dialect="spark")
     except Exception:  # noqa: BLE001 - untyped, every IN is recomputed: never wrong
         pass
+    unnamed = name_unnamed(qualified)
+    if unnamed:
+        raise NotIncremental(
+            "GENERATOR",
+            unnamed[0].upper(),
+            "the names Spark gives the columns of this unnamed generator are not known "
+            "before it runs (its argument's type is not, or a query reads them by name): "
+            "name them (explode(x) AS v, or AS (a, b)); recomputed FULL",
+        )
     builder = _Builder(schema, qualify_name)
     node, names = builder.query(qualified, {})
     return Plan(_prune_scans(node, schema), tuple(names), tuple(builder.not_provably_empty))

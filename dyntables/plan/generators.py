@@ -1,5 +1,5 @@
-"""Generators (explode, inline, stack, ...): which calls they are, and where the builder
-models them."""
+"""Generators (explode, inline, stack, ...): which calls they are, where the builder
+models them, and the names Spark gives the columns of one left unnamed."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def generates(item: exp.Expr) -> bool:
 def modelled_generator(n: exp.Expr) -> bool:
     """A generator (or ``AS (a, b)``) where the compiler models it: the call of a
     LATERAL VIEW, or a named item of a SELECT list (Spark's default names for an unnamed
-    one, ``col``, ``pos``, ``key``, ``value``, are not)."""
+    one are given by :func:`spark_names` once the query is typed)."""
     parent = n.parent
     if isinstance(parent, exp.Lateral) and n.arg_key == "this":
         return bool(parent.args.get("view"))
@@ -42,3 +42,79 @@ def modelled_generator(n: exp.Expr) -> bool:
         n, parent = parent, parent.parent  # the generator named: where is its name?
     named = isinstance(n, exp.Alias | exp.Aliases)
     return named and isinstance(parent, exp.Select) and n.arg_key == "expressions"
+
+
+# the alias an unnamed generator of a SELECT list carries from parsing until the typed
+# query says which names Spark gives its columns (see name_unnamed, spark_names)
+UNNAMED = "__dyntables_unnamed_generator_"
+
+
+def mark_unnamed(tree: exp.Query) -> exp.Query:
+    """Each generator that is an item of a SELECT list as it is, unnamed, aliased with a
+    placeholder (UNNAMED): its columns' names depend on its argument's type (an array
+    explodes into ``col``, a map into ``key`` and ``value``), known only once the query
+    is typed."""
+    count = 0
+    for select in list(tree.find_all(exp.Select)):
+        items = list(select.expressions)
+        unnamed = [i for i, item in enumerate(items) if call_name(item) in GENERATORS]
+        for i in unnamed:
+            items[i] = exp.alias_(items[i].copy(), f"{UNNAMED}{count}")
+            count += 1
+        if unnamed:
+            select.set("expressions", items)
+    return tree
+
+
+def name_unnamed(tree: exp.Expr) -> list[str] | None:
+    """The typed query's placeholders replaced by Spark's names for the columns (as
+    ``AS (a, b)``); returns the placeholders it could not name (None: all named). A
+    placeholder read by another part of the query (``SELECT *`` over it) is one: the
+    reader would know it by Spark's name."""
+    left: list[str] = []
+    read = {c.name for c in tree.find_all(exp.Column) if c.name.startswith(UNNAMED)}
+    for alias in list(tree.find_all(exp.Alias)):
+        if not alias.alias.startswith(UNNAMED):
+            continue
+        names = None if alias.alias in read else spark_names(alias.this)
+        if names is None:
+            left.append(call_name(alias.this))
+            continue
+        aliases = exp.Aliases(
+            this=alias.this.copy(), expressions=[exp.to_identifier(n) for n in names]
+        )
+        alias.replace(aliases)
+    return left or None
+
+
+def spark_names(call: exp.Expr) -> list[str] | None:
+    """The names Spark 3.5 gives the columns of ``call``, an unnamed generator of a SELECT
+    list (None when the typed query does not tell)."""
+    name = call_name(call)
+    if name in ("stack", "json_tuple"):
+        args = [call.this, *call.expressions] if isinstance(call, exp.Stack) else call.expressions
+        if name == "json_tuple":
+            return [f"c{i}" for i in range(len(args) - 1)] if len(args) > 1 else None
+        rows = args[0]
+        if not (isinstance(rows, exp.Literal) and rows.is_int and int(rows.name) > 0):
+            return None
+        width = -(-(len(args) - 1) // int(rows.name))
+        return [f"col{i}" for i in range(width)]
+    arg = call.expressions[0] if isinstance(call, exp.Anonymous) and call.expressions else call.this
+    typ = getattr(arg, "type", None)
+    if not isinstance(typ, exp.DataType):
+        return None
+    if name in ("explode", "explode_outer", "posexplode", "posexplode_outer"):
+        pos = ["pos"] if name.startswith("pos") else []
+        if typ.is_type(exp.DataType.Type.ARRAY):
+            return [*pos, "col"]
+        if typ.is_type(exp.DataType.Type.MAP):
+            return [*pos, "key", "value"]
+        return None
+    if name in ("inline", "inline_outer") and typ.is_type(exp.DataType.Type.ARRAY):
+        element = typ.expressions[0] if typ.expressions else None
+        if isinstance(element, exp.DataType) and element.is_type(exp.DataType.Type.STRUCT):
+            fields = [f.name for f in element.expressions if isinstance(f, exp.ColumnDef)]
+            if fields and len(fields) == len(element.expressions) and all(fields):
+                return fields
+    return None

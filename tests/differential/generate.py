@@ -618,9 +618,11 @@ class QueryGen:
             rel.tags.add("generator")
         where = self.where(rel, semi)
         items, cols = self.projection(rel.scope, prefix=prefix)
-        if chance(ch, 0.06):  # a generator in the SELECT list
-            name = f"{prefix}{len(cols)}"
-            items.append(f"explode_outer(split({self.atom(rel.scope, STR)}, 'a')) AS {name}")
+        if chance(ch, 0.06):  # a generator in the SELECT list, named or as Spark names it
+            unnamed = len(cols) % 2 == 0  # drawn from nothing: the seeds' scenarios stay
+            name = "col" if unnamed else f"{prefix}{len(cols)}"
+            call = f"explode_outer(split({self.atom(rel.scope, STR)}, 'a'))"
+            items.append(call if unnamed else f"{call} AS {name}")
             cols.append(Col(name, STR))
             rel.tags.add("generator")
         sql = f"SELECT {', '.join(items)} FROM {rel.from_sql}{where}"

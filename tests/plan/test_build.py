@@ -191,9 +191,11 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
         ("SELECT k, max_by(n, z) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
         ("SELECT k, mode(n) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
         ("SELECT k, approx_count_distinct(n) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
-        # generators the compiler does not model: unnamed (Spark names their columns),
-        # inside an expression, beside an aggregate or a window function, a map's
-        ("SELECT k, explode(sequence(1, n)) FROM t0", "GENERATOR"),
+        # generators the compiler does not model: unnamed and read by name above (as
+        # Spark names their columns), inside an expression, beside an aggregate or a
+        # window function, a map's
+        ("SELECT * FROM (SELECT k, explode(sequence(1, n)) FROM t0) AS g", "GENERATOR"),
+        ("SELECT k, explode(from_json(s, 'array<int>')) FROM t1", "GENERATOR"),
         ("SELECT k, explode(sequence(1, n)) + 1 AS i FROM t0", "GENERATOR"),
         ("SELECT k, explode(sequence(1, COUNT(*))) AS i FROM t0 GROUP BY k", "GENERATOR"),
         ("SELECT k, stack(2, n, z) AS v, RANK() OVER (ORDER BY k) AS r FROM t0", "GENERATOR"),
@@ -294,9 +296,14 @@ def test_a_join_with_no_equality_keeps_its_kept_side_rule(
             1,
             True,
         ),
+        # unnamed: the columns as Spark names them, by the argument's type
+        ("SELECT k, explode(sequence(1, n)) FROM t0", ("k", "col"), 1, False),
+        ("SELECT k, posexplode_outer(split(s, ',')) FROM t1", ("k", "pos", "col"), 2, False),
+        ("SELECT k, stack(2, k, s, s) FROM t1", ("k", "col0", "col1"), 2, False),
+        ("SELECT k, json_tuple(s, 'a', 'b', 'c') FROM t1", ("k", "c0", "c1", "c2"), 3, False),
     ],
 )
-def test_a_named_generator_is_an_operator_of_its_own(
+def test_a_generator_is_an_operator_of_its_own(
     sql: str, names: tuple[str, ...], generated: int, outer: bool
 ) -> None:
     """The rows a generator makes of each row are a function of that row alone: a

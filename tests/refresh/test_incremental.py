@@ -375,6 +375,43 @@ def test_a_generator_refreshes_from_the_changed_rows_alone(lh: Lakehouse, unique
     assert lh.sql(f"SELECT count(*) FROM {tags} WHERE id = 1000").first()[0] == 1
 
 
+def test_an_unnamed_generator_is_maintained_under_the_names_spark_gives_it(
+    lh: Lakehouse, unique
+) -> None:  # type: ignore[no-untyped-def]
+    """``SELECT id, explode(tags) FROM events``: Spark names the generated column ``col``
+    (``pos``/``key``/``value``, a struct's fields, ``col0``..., ``c0``... for the other
+    generators and arguments); the table has those columns and refreshes from the
+    changed rows alone."""
+    events, exploded, inlined, tupled = unique("ev"), unique("ex"), unique("in"), unique("tu")
+    lh.sql(
+        f"""
+        CREATE TABLE {events} (id BIGINT, tags ARRAY<STRING>,
+          pairs ARRAY<STRUCT<name: STRING, score: INT>>, doc STRING);
+        INSERT INTO {events} SELECT id, array(concat('t', id % 3), 'x'),
+          array(named_struct('name', 'n', 'score', CAST(id % 5 AS INT))),
+          concat('{{"a": ', id, ', "b": "', id % 2, '"}}') FROM range(0, 50);
+        CREATE DYNAMIC TABLE {exploded} AS
+          SELECT id, explode(tags), 1 AS one FROM {events} WHERE id % 2 = 0;
+        CREATE DYNAMIC TABLE {inlined} AS SELECT id, inline_outer(pairs) FROM {events};
+        CREATE DYNAMIC TABLE {tupled} AS SELECT id, json_tuple(doc, 'a', 'b') FROM {events}
+        """
+    )
+    assert lh.spark.table(exploded).columns == ["id", "col", "one"]
+    assert lh.spark.table(inlined).columns == ["id", "name", "score"]
+    assert lh.spark.table(tupled).columns == ["id", "c0", "c1"]
+    lh.sql(f"INSERT INTO {events} SELECT 100, array('n'), NULL, NULL")
+    for dt in (exploded, inlined, tupled):
+        assert _refresh(lh, dt)[0] == "INCREMENTAL"
+        assert int(_stats(lh, dt)["input_rows"]) == 1  # the new event, nothing else
+        assert_oracle(lh, dt)
+    lh.sql(f"UPDATE {events} SET tags = array('y', 'z', 'w'), doc = '{{}}' WHERE id IN (2, 3)")
+    lh.sql(f"DELETE FROM {events} WHERE id = 4")
+    for dt in (exploded, inlined, tupled):
+        assert _refresh(lh, dt)[0] == "INCREMENTAL"
+        assert_oracle(lh, dt)
+    assert lh.sql(f"SELECT count(*) FROM {exploded} WHERE id = 2").first()[0] == 3
+
+
 def test_deletes_in_a_large_table_read_only_the_files_they_can_be_in(
     lh: Lakehouse, unique, monkeypatch
 ) -> None:
