@@ -44,22 +44,26 @@ def modelled_generator(n: exp.Expr) -> bool:
     return named and isinstance(parent, exp.Select) and n.arg_key == "expressions"
 
 
-# the alias an unnamed generator of a SELECT list carries from parsing until the typed
-# query says which names Spark gives its columns (see name_unnamed, spark_names)
-UNNAMED = "__dyntables_unnamed_generator_"
+# marks (in a node's meta, which sqlglot's qualification keeps) a generator of a SELECT
+# list the query left unnamed, and named as Spark would (see mark_unnamed)
+UNNAMED = "dyntables.unnamed_generator"
 
 
 def mark_unnamed(tree: exp.Query) -> exp.Query:
-    """Each generator that is an item of a SELECT list as it is, unnamed, aliased with a
-    placeholder (UNNAMED): its columns' names depend on its argument's type (an array
-    explodes into ``col``, a map into ``key`` and ``value``), known only once the query
-    is typed."""
+    """Each generator that is an item of a SELECT list as it is, unnamed, given the names
+    Spark gives its columns where they do not depend on its argument's type (``col``
+    for explode, ``pos`` and ``col`` for posexplode, as over an array; ``col0``... for
+    stack, ``c0``... for json_tuple) or a placeholder (inline: its struct's fields), so
+    that the rest of the query can read them by name; :func:`name_unnamed` checks them
+    once the query is typed."""
     count = 0
     for select in list(tree.find_all(exp.Select)):
         items = list(select.expressions)
         unnamed = [i for i, item in enumerate(items) if call_name(item) in GENERATORS]
         for i in unnamed:
-            items[i] = exp.alias_(items[i].copy(), f"{UNNAMED}{count}")
+            names = _untyped_names(items[i]) or [f"__dyntables_generated_{count}"]
+            items[i] = _named(items[i].copy(), names)
+            items[i].meta[UNNAMED] = True
             count += 1
         if unnamed:
             select.set("expressions", items)
@@ -67,24 +71,43 @@ def mark_unnamed(tree: exp.Query) -> exp.Query:
 
 
 def name_unnamed(tree: exp.Expr) -> list[str] | None:
-    """The typed query's placeholders replaced by Spark's names for the columns (as
-    ``AS (a, b)``); returns the placeholders it could not name (None: all named). A
-    placeholder read by another part of the query (``SELECT *`` over it) is one: the
-    reader would know it by Spark's name."""
+    """The typed query's unnamed generators (see mark_unnamed) under Spark's names for
+    their columns; returns the ones it could not name (None: all named). A name given
+    before typing that proves wrong (explode of a map makes ``key`` and ``value``) is
+    corrected only where no column of the query has that name: a reader would have been
+    bound to it."""
+    read = {c.name for c in tree.find_all(exp.Column)}
     left: list[str] = []
-    read = {c.name for c in tree.find_all(exp.Column) if c.name.startswith(UNNAMED)}
-    for alias in list(tree.find_all(exp.Alias)):
-        if not alias.alias.startswith(UNNAMED):
+    for node in list(tree.find_all(exp.Alias, exp.Aliases)):
+        if not node.meta.get(UNNAMED):
             continue
-        names = None if alias.alias in read else spark_names(alias.this)
-        if names is None:
-            left.append(call_name(alias.this))
+        given = [node.alias] if isinstance(node, exp.Alias) else [e.name for e in node.expressions]
+        names = spark_names(node.this)
+        if names == given:
             continue
-        aliases = exp.Aliases(
-            this=alias.this.copy(), expressions=[exp.to_identifier(n) for n in names]
-        )
-        alias.replace(aliases)
+        if names is None or read & set(given):
+            left.append(call_name(node.this))
+            continue
+        node.replace(_named(node.this.copy(), names))
     return left or None
+
+
+def _named(call: exp.Expr, names: list[str]) -> exp.Expr:
+    if len(names) == 1:
+        return exp.alias_(call, names[0])
+    return exp.Aliases(this=call, expressions=[exp.to_identifier(n) for n in names])
+
+
+def _untyped_names(call: exp.Expr) -> list[str] | None:
+    """Spark's names for ``call``'s columns as far as they do not depend on types."""
+    name = call_name(call)
+    if name in ("explode", "explode_outer"):
+        return ["col"]
+    if name in ("posexplode", "posexplode_outer"):
+        return ["pos", "col"]
+    if name in ("stack", "json_tuple"):
+        return spark_names(call)
+    return None
 
 
 def spark_names(call: exp.Expr) -> list[str] | None:

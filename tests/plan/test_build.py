@@ -191,11 +191,11 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
         ("SELECT k, max_by(n, z) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
         ("SELECT k, mode(n) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
         ("SELECT k, approx_count_distinct(n) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
-        # generators the compiler does not model: unnamed and read by name above (as
-        # Spark names their columns), inside an expression, beside an aggregate or a
-        # window function, a map's
-        ("SELECT * FROM (SELECT k, explode(sequence(1, n)) FROM t0) AS g", "GENERATOR"),
+        # generators the compiler does not model: unnamed over an argument of a type it
+        # cannot tell, or whose names a reader took before the type corrected them,
+        # inside an expression, beside an aggregate or a window function, a map's
         ("SELECT k, explode(from_json(s, 'array<int>')) FROM t1", "GENERATOR"),
+        ("SELECT * FROM (SELECT k, explode(str_to_map(s)) FROM t1) AS g", "GENERATOR"),
         ("SELECT k, explode(sequence(1, n)) + 1 AS i FROM t0", "GENERATOR"),
         ("SELECT k, explode(sequence(1, COUNT(*))) AS i FROM t0 GROUP BY k", "GENERATOR"),
         ("SELECT k, stack(2, n, z) AS v, RANK() OVER (ORDER BY k) AS r FROM t0", "GENERATOR"),
@@ -301,6 +301,7 @@ def test_a_join_with_no_equality_keeps_its_kept_side_rule(
         ("SELECT k, posexplode_outer(split(s, ',')) FROM t1", ("k", "pos", "col"), 2, False),
         ("SELECT k, stack(2, k, s, s) FROM t1", ("k", "col0", "col1"), 2, False),
         ("SELECT k, json_tuple(s, 'a', 'b', 'c') FROM t1", ("k", "c0", "c1", "c2"), 3, False),
+        ("SELECT k, explode(str_to_map(s)) FROM t1", ("k", "key", "value"), 2, False),
     ],
 )
 def test_a_generator_is_an_operator_of_its_own(
@@ -313,6 +314,21 @@ def test_a_generator_is_an_operator_of_its_own(
     assert plan.output_names == names
     assert len(gen.out) == generated and gen.outer == outer
     assert isinstance(plan.root, Project) and plan.root.child is gen
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM (SELECT k, explode(sequence(1, n)) FROM t0) AS g",
+        "SELECT g.col + 1 AS c FROM (SELECT k, explode(sequence(1, n)) FROM t0) AS g",
+        "SELECT k, explode(sequence(1, n)) FROM t0 ORDER BY col DESC, k LIMIT 3",
+    ],
+)
+def test_the_rest_of_a_query_reads_an_unnamed_generator_by_the_name_spark_gives_it(
+    sql: str,
+) -> None:
+    plan = build_plan(sql, SCHEMA, qualify)
+    assert any(isinstance(n, Generate) for n in walk_post_order(plan.root))
 
 
 @pytest.mark.parametrize("op", ["INTERSECT ALL", "EXCEPT ALL"])

@@ -380,9 +380,10 @@ def test_an_unnamed_generator_is_maintained_under_the_names_spark_gives_it(
 ) -> None:  # type: ignore[no-untyped-def]
     """``SELECT id, explode(tags) FROM events``: Spark names the generated column ``col``
     (``pos``/``key``/``value``, a struct's fields, ``col0``..., ``c0``... for the other
-    generators and arguments); the table has those columns and refreshes from the
-    changed rows alone."""
+    generators and arguments); the table has those columns, a query around it reads
+    them by those names, and both refresh from the changed rows alone."""
     events, exploded, inlined, tupled = unique("ev"), unique("ex"), unique("in"), unique("tu")
+    picked = unique("pk")
     lh.sql(
         f"""
         CREATE TABLE {events} (id BIGINT, tags ARRAY<STRING>,
@@ -393,20 +394,22 @@ def test_an_unnamed_generator_is_maintained_under_the_names_spark_gives_it(
         CREATE DYNAMIC TABLE {exploded} AS
           SELECT id, explode(tags), 1 AS one FROM {events} WHERE id % 2 = 0;
         CREATE DYNAMIC TABLE {inlined} AS SELECT id, inline_outer(pairs) FROM {events};
-        CREATE DYNAMIC TABLE {tupled} AS SELECT id, json_tuple(doc, 'a', 'b') FROM {events}
+        CREATE DYNAMIC TABLE {tupled} AS SELECT id, json_tuple(doc, 'a', 'b') FROM {events};
+        CREATE DYNAMIC TABLE {picked} AS SELECT g.id, upper(g.col) AS tag
+          FROM (SELECT id, explode(tags) FROM {events}) AS g WHERE g.col <> 'x'
         """
     )
     assert lh.spark.table(exploded).columns == ["id", "col", "one"]
     assert lh.spark.table(inlined).columns == ["id", "name", "score"]
     assert lh.spark.table(tupled).columns == ["id", "c0", "c1"]
     lh.sql(f"INSERT INTO {events} SELECT 100, array('n'), NULL, NULL")
-    for dt in (exploded, inlined, tupled):
+    for dt in (exploded, inlined, tupled, picked):
         assert _refresh(lh, dt)[0] == "INCREMENTAL"
         assert int(_stats(lh, dt)["input_rows"]) == 1  # the new event, nothing else
         assert_oracle(lh, dt)
     lh.sql(f"UPDATE {events} SET tags = array('y', 'z', 'w'), doc = '{{}}' WHERE id IN (2, 3)")
     lh.sql(f"DELETE FROM {events} WHERE id = 4")
-    for dt in (exploded, inlined, tupled):
+    for dt in (exploded, inlined, tupled, picked):
         assert _refresh(lh, dt)[0] == "INCREMENTAL"
         assert_oracle(lh, dt)
     assert lh.sql(f"SELECT count(*) FROM {exploded} WHERE id = 2").first()[0] == 3
