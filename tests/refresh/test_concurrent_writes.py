@@ -39,7 +39,7 @@ def _current(lh: Lakehouse, name: str) -> int | None:
     return table.current_snapshot_id()
 
 
-def _write_once_at(point: str, write: Callable[[], None]) -> list[str]:
+def _write_once_at(point: str, write: Callable[[], object]) -> list[str]:
     """Install a hook that runs ``write`` the first time a refresh reaches ``point``; the
     list it returns records that it did."""
     fired: list[str] = []
@@ -51,6 +51,37 @@ def _write_once_at(point: str, write: Callable[[], None]) -> list[str]:
 
     faults.install(hook)
     return fired
+
+
+def _sources(lh: Lakehouse, src: str, dim: str) -> None:
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (k STRING, v INT);
+        CREATE TABLE {dim} (k STRING, label STRING);
+        INSERT INTO {src} VALUES ('a', 1), ('a', 2), ('b', 5), ('c', 3);
+        INSERT INTO {dim} VALUES ('a', 'A'), ('b', 'B'), ('c', 'C')
+        """
+    )
+
+
+def _refresh_while_writing(
+    lh: Lakehouse, dt: str, source: str, point: str, write: Callable[[], object]
+) -> None:
+    """Refresh ``dt`` with ``write`` committed at ``point`` of the refresh: it reflects
+    ``source`` as pinned, not as written; the next refresh takes the write."""
+    pinned = _current(lh, source)
+    fired = _write_once_at(point, write)
+    try:
+        outcome = lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first()
+    finally:
+        faults.install(None)
+    assert fired and outcome.refresh_mode == "INCREMENTAL"
+    assert _recorded(lh, dt)[source] == pinned != _current(lh, source)
+    assert_oracle(lh, dt)  # its query over the pinned snapshots, not the current ones
+
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+    assert _recorded(lh, dt)[source] == _current(lh, source)
+    assert_oracle(lh, dt)
 
 
 @pytest.mark.parametrize(
@@ -65,71 +96,41 @@ def test_a_write_committed_during_a_refresh_waits_for_the_next_one(
     lh: Lakehouse, unique, shape: str, point: str
 ) -> None:  # type: ignore[no-untyped-def]
     src, dim, dt = unique("src"), unique("dim"), unique("dt")
-    lh.sql(
-        f"""
-        CREATE TABLE {src} (k STRING, v INT);
-        CREATE TABLE {dim} (k STRING, label STRING);
-        INSERT INTO {src} VALUES ('a', 1), ('a', 2), ('b', 5), ('c', 3);
-        INSERT INTO {dim} VALUES ('a', 'A'), ('b', 'B'), ('c', 'C');
-        CREATE DYNAMIC TABLE {dt} AS {QUERIES[shape].format(src=src, dim=dim)}
-        """
-    )
+    _sources(lh, src, dim)
+    lh.sql(f"CREATE DYNAMIC TABLE {dt} AS {QUERIES[shape].format(src=src, dim=dim)}")
     lh.sql(f"INSERT INTO {src} VALUES ('a', 7), ('d', 4); DELETE FROM {src} WHERE v = 1")
-    pinned = _current(lh, src)
-
-    def concurrent_writes() -> None:
-        lh.sql(
+    _refresh_while_writing(
+        lh,
+        dt,
+        src,
+        point,
+        lambda: lh.sql(
             f"INSERT INTO {src} VALUES ('b', 9), ('e', 6); UPDATE {src} SET v = v + 10 WHERE k = 'a';"
             f"DELETE FROM {src} WHERE k = 'c'; INSERT INTO {dim} VALUES ('d', 'D'), ('e', 'E')"
-        )
-
-    fired = _write_once_at(point, concurrent_writes)
-    try:
-        outcome = lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first()
-    finally:
-        faults.install(None)
-    assert fired and outcome.refresh_mode == "INCREMENTAL"
-    assert _recorded(lh, dt)[src] == pinned != _current(lh, src)
-    assert_oracle(lh, dt)  # its query over the pinned snapshots, not the current ones
-
-    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
-    assert _recorded(lh, dt)[src] == _current(lh, src)
-    assert_oracle(lh, dt)
+        ),
+    )
 
 
 def test_an_upstream_dynamic_table_refreshed_during_a_downstream_refresh(
     lh: Lakehouse, unique
 ) -> None:  # type: ignore[no-untyped-def]
     src, dim, dwd, dws = unique("src"), unique("dim"), unique("dwd"), unique("dws")
+    _sources(lh, src, dim)
     lh.sql(
         f"""
-        CREATE TABLE {src} (k STRING, v INT);
-        CREATE TABLE {dim} (k STRING, label STRING);
-        INSERT INTO {src} VALUES ('a', 1), ('a', 2), ('b', 5), ('c', 3);
-        INSERT INTO {dim} VALUES ('a', 'A'), ('b', 'B'), ('c', 'C');
         CREATE DYNAMIC TABLE {dwd} AS {QUERIES["join"].format(src=src, dim=dim)};
         CREATE DYNAMIC TABLE {dws} AS
           SELECT label, COUNT(*) AS n, SUM(v) AS total, MIN(v) AS lo FROM {dwd} GROUP BY label
         """
     )
     lh.sql(f"INSERT INTO {src} VALUES ('a', 7); REFRESH DYNAMIC TABLE {dwd}")
-    pinned = _current(lh, dwd)
-
-    def upstream_refresh() -> None:
-        lh.sql(
+    _refresh_while_writing(
+        lh,
+        dws,
+        dwd,
+        "after_read_changes",
+        lambda: lh.sql(
             f"UPDATE {src} SET v = v * 3 WHERE k = 'a'; DELETE FROM {src} WHERE k = 'b';"
             f"REFRESH DYNAMIC TABLE {dwd}"
-        )
-
-    fired = _write_once_at("after_read_changes", upstream_refresh)
-    try:
-        outcome = lh.sql(f"REFRESH DYNAMIC TABLE {dws}").first()
-    finally:
-        faults.install(None)
-    assert fired and outcome.refresh_mode == "INCREMENTAL"
-    assert _recorded(lh, dws)[dwd] == pinned != _current(lh, dwd)
-    assert_oracle(lh, dws)
-
-    assert lh.sql(f"REFRESH DYNAMIC TABLE {dws}").first().refresh_mode == "INCREMENTAL"
-    assert _recorded(lh, dws)[dwd] == _current(lh, dwd)
-    assert_oracle(lh, dws)
+        ),
+    )
