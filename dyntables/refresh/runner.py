@@ -304,7 +304,7 @@ class Refresher:
         job group/pool make the refresh visible (and schedulable) as one unit. It is a
         clone of the session refreshing, with the settings results depend on (time
         zone, ANSI mode) as the session that created the table had them. ``rows``: what
-        the sources and the table hold together (see SMALL_DATA_ROWS)."""
+        the sources and the table hold together (see sessions.SMALL_DATA_ROWS)."""
         settings = {
             "spark.wap.id": job_id,
             **dt.settings,  # as the rows already there were computed
