@@ -49,7 +49,12 @@ from dyntables.refresh.history import (
 from dyntables.refresh.ids import new_job_id, now_ms
 from dyntables.refresh.planner import INITIAL
 from dyntables.refresh.retention import METADATA_PROPERTIES
-from dyntables.refresh.sessions import label_jobs, thread_properties_kept, work_session
+from dyntables.refresh.sessions import (
+    label_jobs,
+    rows_together,
+    thread_properties_kept,
+    work_session,
+)
 from dyntables.sql.statements import (
     AlterDynamicTable,
     CreateDynamicTable,
@@ -194,7 +199,7 @@ class Commands:
         """The sources' current snapshots, and the rows they hold together (None when a
         snapshot does not say)."""
         pinned: dict[str, SourceVersion] = {}
-        rows: int | None = 0
+        counts: list[int | None] = []
         for source in sources:
             table = load_table(self.spark, source)
             if table is None:
@@ -202,9 +207,8 @@ class Commands:
                     f"source table {source} not found (or not an Iceberg table); create it before the dynamic table"
                 )
             pinned[str(source)] = SourceVersion(table.current_snapshot_id(), table.uuid)
-            count = table.total_records()
-            rows = None if rows is None or count is None else rows + count
-        return pinned, rows
+            counts.append(table.total_records())
+        return pinned, rows_together(counts)
 
     def _validate_options(self, stmt: CreateDynamicTable) -> None:
         for key, _ in stmt.properties:

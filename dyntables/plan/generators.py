@@ -70,9 +70,9 @@ def mark_unnamed(tree: exp.Query) -> exp.Query:
     return tree
 
 
-def name_unnamed(tree: exp.Expr) -> list[str] | None:
+def name_unnamed(tree: exp.Expr) -> list[str]:
     """The typed query's unnamed generators (see mark_unnamed) under Spark's names for
-    their columns; returns the ones it could not name (None: all named). A name given
+    their columns; returns the ones it could not name. A name given
     before typing that proves wrong (explode of a map makes ``key`` and ``value``) is
     corrected only where no column of the query has that name: a reader would have been
     bound to it."""
@@ -89,7 +89,7 @@ def name_unnamed(tree: exp.Expr) -> list[str] | None:
             left.append(call_name(node.this))
             continue
         node.replace(_named(node.this.copy(), names))
-    return left or None
+    return left
 
 
 def _named(call: exp.Expr, names: list[str]) -> exp.Expr:

@@ -34,7 +34,12 @@ from dyntables.refresh.history import (
 from dyntables.refresh.ids import new_job_id, now_ms
 from dyntables.refresh.locks import RefreshLocks
 from dyntables.refresh.retention import maintain
-from dyntables.refresh.sessions import label_jobs, thread_properties_kept, work_session
+from dyntables.refresh.sessions import (
+    label_jobs,
+    rows_together,
+    thread_properties_kept,
+    work_session,
+)
 from dyntables.sql.tokens import TableName
 
 if TYPE_CHECKING:
@@ -160,8 +165,7 @@ class Refresher:
                 return self._no_data(dt, trigger, started, t0, job_id, reason)
             if previous is not None and not force_full and _unchanged(previous, pinned):
                 return self._no_data(dt, trigger, started, t0, job_id, None)
-            table_rows = table.total_records()
-            rows = None if source_rows is None or table_rows is None else source_rows + table_rows
+            rows = rows_together([source_rows, table.total_records()])
             session = self._child_session(job_id, dt, rows)
             mode, reason, executor = self.registry.planner.choose(
                 dt, previous, pinned, force_full, session
@@ -288,16 +292,15 @@ class Refresher:
         sources hold together (None when a snapshot does not say)."""
         pinned: dict[str, SourceVersion] = {}
         missing: list[str] = []
-        rows: int | None = 0
+        counts: list[int | None] = []
         for source in dt.sources:
             table = load_table(self.spark, source)
             if table is None:
                 missing.append(str(source))
                 continue
             pinned[str(source)] = SourceVersion(table.current_snapshot_id(), table.uuid)
-            count = table.total_records()
-            rows = None if rows is None or count is None else rows + count
-        return pinned, missing, rows
+            counts.append(table.total_records())
+        return pinned, missing, rows_together(counts)
 
     def _child_session(self, job_id: str, dt: DynamicTableDef, rows: int | None) -> Any:
         """A session of its own: spark.wap.id stages only this refresh's writes, and the

@@ -7,7 +7,7 @@ it was when the work ends."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -35,6 +35,17 @@ _THREAD_PROPERTIES = (
 )
 
 
+def rows_together(counts: Iterable[int | None]) -> int | None:
+    """What tables holding ``counts`` rows hold together; None when one count is unknown
+    (a snapshot whose summary does not say)."""
+    total = 0
+    for count in counts:
+        if count is None:
+            return None
+        total += count
+    return total
+
+
 def work_session(spark: Any, settings: Mapping[str, str], rows: int | None) -> Any:
     """A clone of ``spark`` with ``settings`` set, planned for little data when ``rows``
     (what the sources and the table hold together, None if unknown) is at most
@@ -52,11 +63,11 @@ def work_session(spark: Any, settings: Mapping[str, str], rows: int | None) -> A
     return session
 
 
-def label_jobs(sc: Any, group: str, description: str, pool: str | None = None) -> None:
-    """Label the calling thread's next jobs as one unit (see thread_properties_kept)."""
+def label_jobs(sc: Any, group: str, description: str, pool: str) -> None:
+    """Label the calling thread's next jobs as one unit in scheduler pool ``pool`` (see
+    thread_properties_kept)."""
     sc.setJobGroup(group, description, interruptOnCancel=True)
-    if pool is not None:
-        sc.setLocalProperty("spark.scheduler.pool", pool)
+    sc.setLocalProperty("spark.scheduler.pool", pool)
 
 
 @contextmanager
