@@ -72,6 +72,9 @@ RECOMPUTED_AGGS: dict[type[exp.Expr], frozenset[str]] = {
         )
     },
     exp.Quantile: frozenset({"this", "quantile"}),
+    # HyperLogLog++ registers are the maximum over the rows' hashes: the estimate is a
+    # function of the group's values, whatever their order or partitioning
+    exp.ApproxDistinct: frozenset({"this", "accuracy"}),
 }
 # the same, among the aggregates sqlglot reads as plain calls: name -> arguments
 RECOMPUTED_CALLS = {"std": 1, "every": 1, "some": 1, "try_sum": 1, "try_avg": 1}
@@ -103,10 +106,65 @@ def mean_as_avg(n: exp.Expr) -> exp.Expr:
     return wrapped
 
 
+# Element types whose equal values are identical: a set of them keeps the same values and
+# a sort puts them in one order whichever order the rows came in. Not FLOAT or DOUBLE:
+# -0.0 equals 0.0, so a set keeps whichever came first and a sort leaves them as they came.
+_IDENTICAL_WHEN_EQUAL = (
+    *exp.DataType.INTEGER_TYPES,
+    exp.DataType.Type.DECIMAL,
+    *exp.DataType.TEXT_TYPES,
+    *exp.DataType.TEMPORAL_TYPES,
+    exp.DataType.Type.BOOLEAN,
+    exp.DataType.Type.BINARY,
+)
+
+
+def _collected(n: exp.Expr) -> exp.Expr | None:
+    """The value ``n`` collects, for COLLECT_SET / COLLECT_LIST / ARRAY_AGG (FILTER included)."""
+    agg = n.this if isinstance(n, exp.Filter) else n
+    if not isinstance(agg, (exp.ArrayAgg, exp.ArrayUniqueAgg)):
+        return None
+    arg = agg.this
+    if isinstance(arg, exp.Distinct):
+        return arg.expressions[0] if len(arg.expressions) == 1 else None
+    return arg
+
+
+def sorted_collection(n: exp.Expr) -> bool:
+    """``SORT_ARRAY(COLLECT_SET(x))``, ``ARRAY_SORT(COLLECT_LIST(x))``, ``SIZE(...)`` of
+    either: a collection whose value depends on the group's values alone, not on the
+    order its rows came in, as the collection by itself does. Recomputed per touched group
+    like the aggregates without running state. A sort only where equal elements are
+    identical, and by Spark's order (not a comparator of the query's)."""
+    if isinstance(n, exp.ArraySort):
+        asc = n.args.get("asc")
+        if n.args.get("expression") is not None or not (
+            asc is None or isinstance(asc, exp.Boolean)
+        ):
+            return False
+        value = _collected(n.this)
+        typ = getattr(value, "type", None)
+        return isinstance(typ, exp.DataType) and typ.is_type(*_IDENTICAL_WHEN_EQUAL)
+    if isinstance(n, exp.ArraySize):  # equal values count once in a set, whichever is kept
+        return n.args.get("expression") is None and _collected(n.this) is not None
+    return False
+
+
+def recomputed_name(n: exp.Expr) -> str:
+    """The name EXPLAIN gives a recomputed call: BOOL_AND, SORT_ARRAY(COLLECT_SET)."""
+    inner = n.this if isinstance(n, exp.Filter) else n
+    name = inner.sql("spark").split("(", 1)[0].upper()
+    if isinstance(inner, (exp.ArraySort, exp.ArraySize)):
+        return f"{name}({recomputed_name(inner.this)})"
+    return name
+
+
 def recomputable(n: exp.Expr) -> bool:
     """An aggregate call (``FILTER (WHERE ...)`` included) recomputed per touched group:
     one of RECOMPUTED_AGGS / RECOMPUTED_CALLS with exactly the arguments sqlglot
-    models, so the SQL generated from it is the call as written."""
+    models, so the SQL generated from it is the call as written; or a sorted collection."""
+    if sorted_collection(n):
+        return True
     if isinstance(n, exp.Filter):
         n = n.this
     if isinstance(n, exp.Anonymous):

@@ -16,6 +16,7 @@ from dyntables.ivm import aggregate as agg
 from dyntables.ivm.rules import Materialized, Renderer, keeps_inserts_positive
 from dyntables.ivm.sqlb import select
 from dyntables.plan.build import Plan
+from dyntables.plan.calls import recomputed_name
 from dyntables.plan.ops import RECOMPUTED, AggCall, Aggregate, Join, Node, Window, walk_post_order
 from dyntables.refresh.apply import REWRITE_MAX_ROWS, SINGLE_JOB_MAX_ROWS
 from dyntables.refresh.compiled import (
@@ -100,8 +101,7 @@ def _agg_name(call: AggCall) -> str:
     """COUNT, SUM, ... for the rules with running state; a recomputed call's own name."""
     if call.func != RECOMPUTED or call.arg is None:
         return call.func.upper()
-    node = call.arg.this if isinstance(call.arg, exp.Filter) else call.arg
-    return node.sql("spark").split("(", 1)[0].upper()  # as Spark reads it: BOOL_AND
+    return recomputed_name(call.arg)  # as Spark reads it: BOOL_AND
 
 
 def _tree(

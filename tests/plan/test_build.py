@@ -190,7 +190,7 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
         ("SELECT k, collect_list(n) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
         ("SELECT k, max_by(n, z) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
         ("SELECT k, mode(n) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
-        ("SELECT k, approx_count_distinct(n) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
+        ("SELECT k, percentile_approx(n, 0.5) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
         # generators the compiler does not model: unnamed over an argument of a type it
         # cannot tell, or whose names a reader took before the type corrected them,
         # inside an expression, beside an aggregate or a window function, a map's
@@ -599,6 +599,43 @@ def test_aggregates_without_running_state_are_recomputed_as_written() -> None:
     assert written[3].upper().startswith("TRY_SUM(")
     assert written[4].startswith("CORR(")
     assert all("t0." not in w for w in written)  # columns are the plan's own
+
+
+@pytest.mark.parametrize(
+    ("call", "written"),
+    [
+        ("sort_array(collect_set(n))", "SORT_ARRAY(COLLECT_SET("),
+        ("array_sort(collect_list(k) FILTER (WHERE z > 1))", "ARRAY_SORT(COLLECT_LIST("),
+        ("sort_array(collect_set(DISTINCT n), false)", "SORT_ARRAY(COLLECT_SET(DISTINCT "),
+        ("size(collect_set(n / 2))", "SIZE(COLLECT_SET("),  # a count: any type
+        ("approx_count_distinct(n, 0.01)", "APPROX_COUNT_DISTINCT("),
+    ],
+)
+def test_a_collection_whose_value_ignores_row_order_is_recomputed(call: str, written: str) -> None:
+    """A sorted COLLECT_SET / COLLECT_LIST, the size of one, and HyperLogLog's estimate
+    depend on the group's values alone: recomputed per touched group, as written."""
+    plan = build_plan(f"SELECT k, {call} AS c FROM t0 GROUP BY k", SCHEMA, qualify)
+    (node,) = [n for n in walk_post_order(plan.root) if isinstance(n, Aggregate)]
+    (agg,) = node.aggs
+    assert agg.func == RECOMPUTED and agg.arg is not None
+    assert agg.arg.sql("spark").startswith(written)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "collect_set(n)",  # the order rows arrive in
+        "collect_list(n)",
+        "array_distinct(collect_list(n))",
+        "sort_array(collect_set(n / 2))",  # DOUBLE: -0.0 = 0.0, either may be kept
+        "array_sort(collect_list(n), (a, b) -> b - a)",  # the query's own comparator
+        "percentile_approx(n, 0.5)",  # its summaries merge in the order partitions come
+    ],
+)
+def test_a_collection_in_the_order_rows_arrive_refreshes_full(call: str) -> None:
+    with pytest.raises(NotIncremental) as err:
+        build_plan(f"SELECT k, {call} AS c FROM t0 GROUP BY k", SCHEMA, qualify)
+    assert err.value.code == "AGGREGATE_FUNCTION"
 
 
 def test_mean_and_count_if_keep_their_filter() -> None:

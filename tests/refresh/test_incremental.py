@@ -682,6 +682,58 @@ def test_a_standard_deviation_is_recomputed_for_the_groups_the_change_touches(
     assert lh.sql(f"SELECT count(*) FROM {inc} WHERE day = 45").first()[0] == 0
 
 
+def test_sorted_collections_and_distinct_estimates_are_recomputed_for_touched_groups(
+    lh: Lakehouse, unique
+) -> None:
+    """A tag list per user (SORT_ARRAY(COLLECT_SET)), its length, a joined list of
+    duplicates kept, and an estimated distinct count: each is a function of the group's
+    values, so a touched group is recomputed and the others keep theirs. A value moved to
+    another group, a group's last row deleted, duplicates, NULLs, an empty global list."""
+    src, per_user, overall = unique("visits"), unique("tags"), unique("all_tags")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (u STRING, tag STRING, page INT);
+        INSERT INTO {src} VALUES ('ann', 'b', 1), ('ann', 'a', 2), ('ann', 'b', 3),
+          ('bob', 'c', 1), ('bob', NULL, 2), ('cy', 'a', 7);
+        CREATE DYNAMIC TABLE {per_user} AS
+          SELECT u, sort_array(collect_set(tag)) AS tags, size(collect_set(tag)) AS n_tags,
+                 array_join(array_sort(collect_list(tag)), ',') AS seen,
+                 approx_count_distinct(page) AS pages
+          FROM {src} GROUP BY u;
+        CREATE DYNAMIC TABLE {overall} AS
+          SELECT sort_array(collect_list(page) FILTER (WHERE tag IS NOT NULL), false) AS pages
+          FROM {src}
+        """
+    )
+    lines = lh.sql(f"EXPLAIN DYNAMIC TABLE {per_user}").collect()
+    assert any(
+        "APPROX_COUNT_DISTINCT, ARRAY_SORT(COLLECT_LIST), SIZE(COLLECT_SET), "
+        "SORT_ARRAY(COLLECT_SET) recomputed for every touched group" in r.detail
+        for r in lines
+    ), [r.detail for r in lines]
+    assert rows(lh.sql(f"SELECT u, tags, n_tags, seen, pages FROM {per_user}")) == [
+        ("ann", ["a", "b"], 2, "a,b,b", 3),
+        ("bob", ["c"], 1, "c", 2),
+        ("cy", ["a"], 1, "a", 1),
+    ]
+    batches = [
+        f"INSERT INTO {src} VALUES ('bob', 'a', 9), ('dee', 'z', 1)",
+        f"UPDATE {src} SET u = 'bob' WHERE u = 'ann' AND tag = 'a'",  # moves a value
+        f"DELETE FROM {src} WHERE u = 'cy'",  # a group's last row
+        f"UPDATE {src} SET tag = NULL WHERE u = 'dee'",
+        f"DELETE FROM {src}",  # the global list becomes empty
+    ]
+    for batch in batches:
+        lh.sql(batch)
+        for dt in (per_user, overall):
+            assert _refresh(lh, dt)[0] == "INCREMENTAL", batch
+            assert_oracle(lh, dt)
+        if batch.startswith("INSERT"):  # ann and cy kept theirs
+            assert _stats(lh, per_user)["agg0.recomputed_groups"] == "2"
+    assert lh.sql(f"SELECT count(*) FROM {per_user}").first()[0] == 0
+    assert lh.sql(f"SELECT pages FROM {overall}").first()[0] == []
+
+
 def _join_over_an_aggregate(
     lh: Lakehouse, unique: Callable[[str], str], monkeypatch: pytest.MonkeyPatch, join: str
 ) -> tuple[str, str]:
