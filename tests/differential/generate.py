@@ -30,6 +30,11 @@ from typing import Protocol, TypeVar
 
 T = TypeVar("T")
 
+# recomputed calls wrapped in a scalar function: (start, end) around the aggregate call's
+# own closing parenthesis, where a FILTER must go
+WRAPPED_CALLS = (("CAST(", " AS INT)"), ("SIZE(", ")"), ("ARRAY_JOIN(", "), ',')"))
+
+
 # -- choosers -------------------------------------------------------------------------------
 
 
@@ -779,9 +784,10 @@ class QueryGen:
         if chance(self.ch, 0.1):
             tags.add("agg_filter")
             where = f"FILTER (WHERE {self.pred(scope, 0)})"
-            cast = " AS INT)"
-            if sql.startswith("CAST(") and sql.endswith(cast):  # the call's, inside the CAST
-                sql = f"{sql[: -len(cast)]} {where}{cast}"
+            for start, end in WRAPPED_CALLS:  # the call's, inside what wraps it
+                if sql.startswith(start) and sql.endswith(end):
+                    sql = f"{sql[: -len(end)]} {where}{end}"
+                    break
             else:
                 sql = f"{sql} {where}"
         return sql, typ, exact
@@ -814,7 +820,18 @@ class QueryGen:
         BOOL_AND, ...), or COUNT_IF, which is a COUNT."""
         ch = self.ch
         tags.add("recomputed_agg")
-        kind = pick(ch, ["float", "float", "bool", "bits", "try_sum", "corr", "count_if"])
+        kind = pick(
+            ch, ["float", "float", "bool", "bits", "try_sum", "corr", "count_if", "collection"]
+        )
+        if kind == "collection":  # of the group's values, whatever order they come in
+            x = self.expr(scope, self.any_type(scope, (INT, DEC, STR, DATE)), 1)
+            form = pick(ch, ["sorted", "size", "estimate"])
+            if form == "size":
+                return f"SIZE(COLLECT_{pick(ch, ['SET', 'LIST'])}({x}))", INT, True
+            if form == "estimate":
+                return f"APPROX_COUNT_DISTINCT({x})", BIGINT, True
+            sort = pick(ch, ["SORT_ARRAY(COLLECT_SET", "ARRAY_SORT(COLLECT_LIST"])
+            return f"ARRAY_JOIN({sort}(CAST({x} AS STRING))), ',')", STR, True
         if kind == "bool":
             func = pick(ch, ["BOOL_AND", "BOOL_OR", "EVERY", "SOME"])
             return f"CAST({func}({self.pred(scope, 0)}) AS INT)", INT, True
