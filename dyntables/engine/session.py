@@ -20,6 +20,8 @@ from dyntables.errors import WarehouseError
 DEFAULT_CATALOG = "lakehouse"
 DEFAULT_NAMESPACE = "public"
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+# the JVMs' options: a setting that replaces them should start with these
+JAVA_OPTIONS = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
 
 # Tables we create default to copy-on-write (Iceberg's own default, said explicitly):
 # readers never merge delete files, and a change is captured from the files it rewrote
@@ -56,7 +58,6 @@ def prepare_warehouse(path: str | os.PathLike[str]) -> Path:
 def embedded_conf(warehouse: Path, catalog: str) -> dict[str, str]:
     """Settings for the embedded default; user settings are applied on top."""
     cat = f"spark.sql.catalog.{catalog}"
-    log_opt = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
     conf = {
         "spark.master": "local[*]",
         "spark.app.name": "dyntables",
@@ -75,8 +76,8 @@ def embedded_conf(warehouse: Path, catalog: str) -> dict[str, str]:
         "spark.sql.shuffle.partitions": "4",
         "spark.sql.adaptive.enabled": "true",
         "spark.driver.memory": "2g",
-        "spark.driver.extraJavaOptions": log_opt,
-        "spark.executor.extraJavaOptions": log_opt,
+        "spark.driver.extraJavaOptions": JAVA_OPTIONS,
+        "spark.executor.extraJavaOptions": JAVA_OPTIONS,
         "spark.scheduler.mode": "FAIR",
         "spark.sql.session.timeZone": "UTC",
     }
