@@ -919,13 +919,11 @@ class _Builder:
         if isinstance(arg, exp.Distinct) and func in ("min", "max") and len(arg.expressions) == 1:
             arg = arg.expressions[0]  # the extreme of the distinct values is the extreme
         if isinstance(arg, exp.Distinct):
-            if func != "count" or len(arg.expressions) != 1:
-                raise NotIncremental(
-                    "AGGREGATE_DISTINCT",
-                    n.sql_name().upper(),
-                    "only COUNT(DISTINCT x) of one column is supported",
-                )
-            return AggCall("count_distinct", self.expr(arg.expressions[0], scope), self.fresh())
+            if func == "count" and len(arg.expressions) == 1:
+                return AggCall("count_distinct", self.expr(arg.expressions[0], scope), self.fresh())
+            # SUM/AVG(DISTINCT x), COUNT(DISTINCT a, b): functions of the group's values
+            # with no running state (a delete may or may not remove a distinct value)
+            return AggCall(RECOMPUTED, self.expr(n, scope), self.fresh())
         if func == "count" and (arg is None or isinstance(arg, exp.Star)):
             return AggCall("count_star", None, self.fresh())
         if arg is None or n.args.get("expressions"):

@@ -151,11 +151,14 @@ def sorted_collection(n: exp.Expr) -> bool:
 
 
 def recomputed_name(n: exp.Expr) -> str:
-    """The name EXPLAIN gives a recomputed call: BOOL_AND, SORT_ARRAY(COLLECT_SET)."""
+    """The name EXPLAIN gives a recomputed call: BOOL_AND, SORT_ARRAY(COLLECT_SET),
+    SUM(DISTINCT)."""
     inner = n.this if isinstance(n, exp.Filter) else n
     name = inner.sql("spark").split("(", 1)[0].upper()
     if isinstance(inner, (exp.ArraySort, exp.ArraySize)):
         return f"{name}({recomputed_name(inner.this)})"
+    if isinstance(inner.this, exp.Distinct):
+        return f"{name}(DISTINCT)"
     return name
 
 

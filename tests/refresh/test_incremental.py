@@ -734,6 +734,44 @@ def test_sorted_collections_and_distinct_estimates_are_recomputed_for_touched_gr
     assert lh.sql(f"SELECT pages FROM {overall}").first()[0] == []
 
 
+def test_aggregates_of_distinct_values_are_recomputed_for_touched_groups(
+    lh: Lakehouse, unique
+) -> None:
+    """SUM/AVG(DISTINCT x) and COUNT(DISTINCT a, b): deleting one copy of a duplicated
+    value leaves the distinct values as they were, deleting the last one changes them;
+    only the recomputed group tells which."""
+    src, dt = unique("payments"), unique("distinct_sums")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (id INT, k STRING, n INT, d DECIMAL(10,2));
+        INSERT INTO {src} VALUES (1, 'a', 1, 1.50), (2, 'a', 1, 1.50), (3, 'a', 2, NULL),
+          (4, 'b', 5, 2.00), (5, 'c', NULL, 3.00);
+        CREATE DYNAMIC TABLE {dt} AS
+          SELECT k, SUM(DISTINCT n) AS s, AVG(DISTINCT d) AS a, COUNT(DISTINCT n, d) AS c
+          FROM {src} GROUP BY k
+        """
+    )
+    lines = lh.sql(f"EXPLAIN DYNAMIC TABLE {dt}").collect()
+    assert any(
+        "AVG(DISTINCT), COUNT(DISTINCT), SUM(DISTINCT) recomputed" in r.detail for r in lines
+    ), [r.detail for r in lines]
+    batches = [
+        f"DELETE FROM {src} WHERE id = 1",  # one copy of a's (1, 1.50): a's values stay
+        f"INSERT INTO {src} VALUES (6, 'b', 5, 2.00), (7, 'b', 6, 2.00), (8, 'd', 1, 1.00)",
+        f"UPDATE {src} SET k = 'c' WHERE k = 'a' AND n = 2",  # a value moves
+        f"DELETE FROM {src} WHERE k = 'a'",  # the group goes
+    ]
+    for batch in batches:
+        lh.sql(batch)
+        assert _refresh(lh, dt)[0] == "INCREMENTAL", batch
+        assert_oracle(lh, dt)
+    assert rows(lh.sql(f"SELECT k, s, a, c FROM {dt}")) == [
+        ("b", 11, 2.0, 2),
+        ("c", 2, 3.0, 0),
+        ("d", 1, 1.0, 1),
+    ]
+
+
 def _join_over_an_aggregate(
     lh: Lakehouse, unique: Callable[[str], str], monkeypatch: pytest.MonkeyPatch, join: str
 ) -> tuple[str, str]:
