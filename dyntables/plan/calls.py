@@ -30,11 +30,16 @@ ANONYMOUS_AGGREGATES = frozenset(
 )
 
 # Aggregates with no running state that undoes a delete (a variance, a median, an AND),
-# whose value depends only on the group's rows (not their order, as FIRST or
-# COLLECT_LIST do, nor ties, as MAX_BY or MODE do): kept per group in the state and
-# recomputed from the current input for every group the change touches (see
-# ivm/aggregate.py). Each with the arguments sqlglot models (a call with others set is
-# refused, not computed without them).
+# whose value depends only on the group's rows, not the order they come in (as FIRST or
+# COLLECT_LIST's does): kept per group in the state and recomputed from the current input
+# for every group the change touches (see ivm/aggregate.py). Each with the arguments
+# sqlglot models (a call with others set is refused, not computed without them).
+#
+# MAX_BY, MIN_BY and MODE pick among tied rows in the order Spark reads them, and
+# PERCENTILE_APPROX's summary merges in that order: over the same rows two runs of the
+# query may give two of its answers. The state keeps the answer the group was given, and
+# a touched group gets one of the answers the query has for its new rows, as a FULL
+# refresh would; an untouched group keeps its own.
 RECOMPUTED_AGGS: dict[type[exp.Expr], frozenset[str]] = {
     **{
         t: frozenset({"this"})
@@ -72,6 +77,10 @@ RECOMPUTED_AGGS: dict[type[exp.Expr], frozenset[str]] = {
         )
     },
     exp.Quantile: frozenset({"this", "quantile"}),
+    exp.ApproxQuantile: frozenset({"this", "quantile", "accuracy"}),
+    exp.ArgMax: frozenset({"this", "expression"}),
+    exp.ArgMin: frozenset({"this", "expression"}),
+    exp.Mode: frozenset({"this"}),
     # HyperLogLog++ registers are the maximum over the rows' hashes: the estimate is a
     # function of the group's values, whatever their order or partitioning
     exp.ApproxDistinct: frozenset({"this", "accuracy"}),

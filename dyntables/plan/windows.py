@@ -22,65 +22,166 @@ def holds_map(e: exp.Expr | None) -> bool:
     )
 
 
-def breaks_ties(w: exp.Window) -> bool:
-    """Whether ``w``'s answer depends on the order among rows tied in its ORDER BY in a way
-    an order that tells them apart fixes (see :func:`total_order`); raises when it
-    depends on it in a way no such order fixes."""
-    if w.args.get("order") is None:
+# Window functions whose value over a frame depends only on the frame's rows, not on the
+# order Spark reads them in: counts, exact sums and extremes, ranks whose peers share a
+# value, aggregates of the values alone (BOOL_AND, MEDIAN). A DOUBLE sum is not (rounding
+# follows the order of additions), nor is a DOUBLE extreme (-0.0 equals 0.0: the first
+# read wins).
+_ORDER_FREE = (
+    exp.Count,
+    exp.CountIf,
+    exp.ApproxDistinct,
+    exp.Rank,
+    exp.DenseRank,
+    exp.PercentRank,
+    exp.CumeDist,
+    exp.LogicalAnd,
+    exp.LogicalOr,
+    exp.BitwiseAndAgg,
+    exp.BitwiseOrAgg,
+    exp.BitwiseXorAgg,
+    exp.Median,  # of the values sorted
+    exp.Quantile,
+)
+_EXACT_WHEN_TYPED = (exp.Sum, exp.Min, exp.Max)
+# ... and those whose value is what Spark read first or last among the frame's rows, in
+# the order it read them, or a tie among them: a frame that ends at the current row's last
+# peer holds peers in no order, which no tie-breaker can fix without changing the frame
+_PICKED_IN_READ_ORDER = (
+    exp.First,
+    exp.Last,
+    exp.AnyValue,
+    exp.FirstValue,
+    exp.LastValue,
+    exp.NthValue,
+    exp.ArrayAgg,
+    exp.ArrayUniqueAgg,
+    exp.ArgMax,
+    exp.ArgMin,
+    exp.Mode,
+    exp.ApproxQuantile,
+    exp.GroupConcat,
+)
+_PICKED_IN_READ_ORDER_CALLS = frozenset({"histogram_numeric", "hll_sketch_agg"})
+_FLOATING = (exp.DataType.Type.FLOAT, exp.DataType.Type.DOUBLE)
+
+
+def _order_free(call: exp.Expr) -> bool:
+    if _picked_in_read_order(call):  # PERCENTILE_APPROX is a kind of PERCENTILE to sqlglot
         return False
+    if isinstance(call, _ORDER_FREE):
+        return True
+    if isinstance(call, exp.Avg):  # its running sum is DOUBLE unless its values are DECIMAL
+        return call.this.is_type(exp.DataType.Type.DECIMAL)
+    if isinstance(call, _EXACT_WHEN_TYPED):
+        return call.type is not None and not call.is_type(exp.DataType.Type.UNKNOWN, *_FLOATING)
+    return False
+
+
+def _picked_in_read_order(call: exp.Expr) -> bool:
+    if isinstance(call, exp.Anonymous):
+        return call.name.lower() in _PICKED_IN_READ_ORDER_CALLS
+    return isinstance(call, _PICKED_IN_READ_ORDER)
+
+
+def _frame(w: exp.Window) -> tuple[str, str, str]:
+    """(kind, start, end) of ``w``'s frame as Spark takes it: without ORDER BY every row
+    is a peer, so the default frame is the whole partition."""
+    spec = w.args.get("spec")
+    if spec is None:
+        return "RANGE", "UNBOUNDED", "UNBOUNDED" if w.args.get("order") is None else "CURRENT ROW"
+    kind = str(spec.args.get("kind") or "").upper()
+    start = str(spec.args.get("start") or "").upper()
+    return kind, start, str(spec.args.get("end") or "CURRENT ROW").upper()
+
+
+def breaks_ties(w: exp.Window) -> bool:
+    """Whether ``w``'s answer depends on the order among rows tied in its ORDER BY (all rows
+    of a partition, without ORDER BY) in a way an order that tells them apart fixes (see
+    :func:`total_order`); raises when it depends on it in a way no such order fixes."""
     ignore_nulls = isinstance(w.this, exp.IgnoreNulls)
     call = w.this.this if isinstance(w.this, exp.IgnoreNulls | exp.RespectNulls) else w.this
-    spec = w.args.get("spec")
-    kind = str(spec.args.get("kind") or "").upper() if spec is not None else "RANGE"
-    start = str(spec.args.get("start") or "").upper() if spec is not None else "UNBOUNDED"
-    end = str(spec.args.get("end") or "CURRENT ROW").upper() if spec is not None else "CURRENT ROW"
+    kind, start, end = _frame(w)
     positional = isinstance(call, exp.RowNumber | exp.Ntile | exp.Lag | exp.Lead) or kind == "ROWS"
-    if not positional:
-        if not isinstance(call, exp.FirstValue | exp.LastValue | exp.NthValue):
-            return False  # peers share one value
-        whole = start == "UNBOUNDED" and end == "UNBOUNDED"
-        first_from_start = (
-            isinstance(call, exp.FirstValue) and not ignore_nulls and start == "UNBOUNDED"
+    if positional:
+        return True
+    if _order_free(call):
+        return False  # peers share one value, whatever order they come in
+    if start == "UNBOUNDED" and end == "UNBOUNDED":
+        return True  # the whole partition: an order that tells rows apart keeps the frame
+    first_from_start = (
+        isinstance(call, exp.FirstValue | exp.First | exp.AnyValue)
+        and not ignore_nulls
+        and start == "UNBOUNDED"
+        and end == "CURRENT ROW"
+    )
+    if first_from_start:
+        return True  # every frame starts at the partition's first row
+    if _picked_in_read_order(call):
+        raise NotIncremental(
+            "WINDOW_TIES",
+            call_name(call).upper(),
+            "picks among the rows tied in its ORDER BY in the order Spark reads them "
+            "(its RANGE frame ends at the current row's last peer); recomputed FULL. "
+            "Over a ROWS frame, or a frame of the whole partition, it is maintained",
         )
-        if not (whole or (first_from_start and end in ("CURRENT ROW", "UNBOUNDED"))):
-            raise NotIncremental(
-                "WINDOW_TIES",
-                call_name(call).upper(),
-                "picks among the rows tied in its ORDER BY in the order Spark reads them "
-                "(its RANGE frame ends at the current row's last peer); recomputed FULL. "
-                "Over a ROWS frame, or a frame of the whole partition, it is maintained",
-            )
-    return True
+    # a DOUBLE sum over such a frame rounds in the order peers come; a recomputation that
+    # rounds otherwise disagrees with the table and the refresh falls back to FULL
+    return False
 
 
 def total_order(w: exp.Window, breakers: list[str]) -> exp.Window:
     """``w`` with its order made total where the answer depends on the order among rows
-    tied in it: ``breakers`` (the input's columns the query uses) appended to its ORDER BY.
+    tied in it: ``breakers`` (the input's columns the query uses) appended to its ORDER BY,
+    or made its ORDER BY, over the same frame, when it has none.
 
-    Spark numbers tied rows (ROW_NUMBER, NTILE), reads their neighbours (LAG, LEAD) and
-    counts positional frames (ROWS) in whichever order it reads them, and that order
-    changes between two reads of the same rows. A window's rule recomputes the touched
-    partitions as they were, to remove what the table holds for them; read in another
-    order, those are other rows than the table holds (a deduplication that kept row a of
-    two tied rows removes b), and a deleted row stayed in the table. Ordered by every
-    column the query uses, tied rows are equal wherever they are read, so the table
-    (built from the same plan by a FULL refresh) and every recomputation agree. Any
-    such order is one Spark could have taken, so the answer stays the query's.
+    Spark numbers tied rows (ROW_NUMBER, NTILE), reads their neighbours (LAG, LEAD),
+    counts positional frames (ROWS) and collects or picks values (COLLECT_LIST, FIRST,
+    MAX_BY's ties) in whichever order it reads them, and that order changes between two
+    reads of the same rows (another file layout after a compaction, another shuffle). A
+    window's rule recomputes the touched partitions as they were, to remove what the
+    table holds for them; read in another order, those are other rows than the table
+    holds (a deduplication that kept row a of two tied rows removes b), and the refresh
+    fell back to FULL, or a deleted row stayed in the table. Ordered by every column the
+    query uses, tied rows are equal wherever they are read, so the table (built from the
+    same plan by a FULL refresh) and every recomputation agree. Any such order is one
+    Spark could have taken, so the answer stays the query's.
 
-    Functions whose peers share one value (RANK, aggregates over RANGE frames) keep
+    Functions whose peers share one value (RANK, exact aggregates over RANGE frames) keep
     their order: breaking their ties would change the answer. FIRST_VALUE from the
-    partition's start is the first row whatever the frame's end; LAST_VALUE, NTH_VALUE
-    and FIRST_VALUE IGNORE NULLS over a RANGE frame pick among the peers in the frame
-    and would change too: refused (FULL recomputes all at once, one order)."""
-    order = w.args.get("order")
-    if order is None or not breakers or not breaks_ties(w):
+    partition's start is the first row whatever the frame's end; LAST_VALUE, NTH_VALUE,
+    COLLECT_LIST, MAX_BY and the like over a frame that ends at the current row's last
+    peer pick among the peers in the frame and would change too: refused (FULL
+    recomputes all at once, one order)."""
+    if not breakers or not breaks_ties(w):
         return w
-    keys = {o.this.sql("spark") for o in order.expressions}
-    keys |= {p.sql("spark") for p in w.args.get("partition_by") or []}
-    extra = [exp.Ordered(this=col(c), nulls_first=True) for c in breakers]
-    order.set(
-        "expressions", [*order.expressions, *(o for o in extra if o.this.sql("spark") not in keys)]
-    )
+    order = w.args.get("order")
+    keys = {p.sql("spark") for p in w.args.get("partition_by") or []}
+    if order is not None:
+        keys |= {o.this.sql("spark") for o in order.expressions}
+    extra = [
+        exp.Ordered(this=col(c), nulls_first=True)
+        for c in breakers
+        if col(c).sql("spark") not in keys
+    ]
+    if not extra:
+        return w  # the partition's rows are equal in every column the query uses
+    if order is not None:
+        order.set("expressions", [*order.expressions, *extra])
+        return w
+    w.set("order", exp.Order(expressions=extra))
+    kind, _, _ = _frame(w)
+    if kind != "ROWS":  # ordered, the default frame would end at the current row
+        w.set(
+            "spec",
+            exp.WindowSpec(
+                kind="ROWS",
+                start="UNBOUNDED",
+                start_side="PRECEDING",
+                end="UNBOUNDED",
+                end_side="FOLLOWING",
+            ),
+        )
     return w
 
 

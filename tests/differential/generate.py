@@ -821,8 +821,28 @@ class QueryGen:
         ch = self.ch
         tags.add("recomputed_agg")
         kind = pick(
-            ch, ["float", "float", "bool", "bits", "try_sum", "corr", "count_if", "collection"]
+            ch,
+            [
+                "float",
+                "float",
+                "bool",
+                "bits",
+                "try_sum",
+                "corr",
+                "count_if",
+                "collection",
+                "picked",
+            ],
         )
+        if kind == "picked":  # among ties: ordered by the value too, so the answer is one
+            typ = self.any_type(scope, (INT, DEC, STR, DATE))
+            x = self.expr(scope, typ, 1)
+            form = pick(ch, ["MAX_BY", "MIN_BY", "PERCENTILE_APPROX"])
+            if form == "PERCENTILE_APPROX":  # exact over fewer rows than its summary holds
+                typ = self.any_type(scope, (INT, DEC))
+                return f"PERCENTILE_APPROX({self.expr(scope, typ, 1)}, 0.5)", typ, True
+            y = self.expr(scope, self.any_type(scope), 1)
+            return f"{form}({x}, STRUCT({y}, {x}))", typ, True
         if kind == "collection":  # of the group's values, whatever order they come in
             x = self.expr(scope, self.any_type(scope, (INT, DEC, STR, DATE)), 1)
             form = pick(ch, ["sorted", "size", "estimate"])
@@ -966,6 +986,16 @@ class QueryGen:
             fn = pick(ch, ["SUM", "COUNT", "MAX"])
             typ = BIGINT if fn == "COUNT" or c.type in INTEGRAL else c.type
             return f"{fn}({e}) OVER ({part}{full} {frame})", typ, True, "window_frame"
+        if chance(ch, 0.15):  # values Spark reads in no fixed order, the answer made one
+            typ = self.any_type(rel.scope, (INT, DEC, STR, DATE))
+            x = self.atom(rel.scope, typ)
+            over = f"OVER ({part})".replace(" )", ")")
+            if chance(ch, 0.5):
+                listed = f"COLLECT_LIST(CAST({x} AS STRING)) {over}"
+                return f"ARRAY_JOIN(SORT_ARRAY({listed}), ',')", STR, True, "window_agg"
+            y = self.atom(rel.scope, self.any_type(rel.scope))
+            fn = pick(ch, ["MAX_BY", "MIN_BY"])
+            return f"{fn}({x}, STRUCT({y}, {x})) {over}", typ, True, "window_agg"
         typ = self.any_type(rel.scope, (INT, DEC, DBL))
         order = (
             f"ORDER BY {self.atom(rel.scope, self.any_type(rel.scope))}" if chance(ch, 0.3) else ""

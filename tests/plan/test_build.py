@@ -197,12 +197,10 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
         # ANY, which sqlglot reads as a quantified comparison: not a projection, whose
         # delta rule would aggregate the changed rows alone
         ("SELECT any(n > 0) AS e FROM t0", "AGGREGATE_FUNCTION"),
-        # aggregates whose value depends on the rows' order or on ties, approximate ones
+        # aggregates whose value is the row Spark reads first, or a list in that order
         ("SELECT k, first(n) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
+        ("SELECT k, any_value(n) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
         ("SELECT k, collect_list(n) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
-        ("SELECT k, max_by(n, z) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
-        ("SELECT k, mode(n) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
-        ("SELECT k, percentile_approx(n, 0.5) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
         # generators the compiler does not model: unnamed over an argument of a type it
         # cannot tell, or whose names a reader took before the type corrected them,
         # inside an expression, beside an aggregate or a window function, a map's
@@ -616,6 +614,28 @@ def test_aggregates_without_running_state_are_recomputed_as_written() -> None:
 @pytest.mark.parametrize(
     ("call", "written"),
     [
+        ("max_by(n, z)", "MAX_BY("),
+        ("min_by(k, z) FILTER (WHERE n > 0)", "MIN_BY("),
+        ("mode(n)", "MODE("),
+        ("percentile_approx(n, 0.5)", "PERCENTILE_APPROX("),
+        ("approx_percentile(n, array(0.25, 0.75), 100)", "PERCENTILE_APPROX("),
+    ],
+)
+def test_a_value_picked_among_ties_or_approximated_is_recomputed(call: str, written: str) -> None:
+    """MAX_BY, MIN_BY and MODE pick among tied rows, PERCENTILE_APPROX merges summaries in
+    the order they come: the state keeps the group's answer, and a touched group is given
+    one of the answers the query has for its new rows, as a FULL refresh would be."""
+    plan = build_plan(f"SELECT k, {call} AS c FROM t0 GROUP BY k", SCHEMA, qualify)
+    (node,) = [n for n in walk_post_order(plan.root) if isinstance(n, Aggregate)]
+    (agg,) = node.aggs
+    assert agg.func == RECOMPUTED and agg.arg is not None
+    assert agg.arg.sql("spark").startswith(written)
+    assert "t0." not in agg.arg.sql("spark")
+
+
+@pytest.mark.parametrize(
+    ("call", "written"),
+    [
         ("sort_array(collect_set(n))", "SORT_ARRAY(COLLECT_SET("),
         ("array_sort(collect_list(k) FILTER (WHERE z > 1))", "ARRAY_SORT(COLLECT_LIST("),
         ("sort_array(collect_set(DISTINCT n), false)", "SORT_ARRAY(COLLECT_SET(DISTINCT "),
@@ -641,7 +661,6 @@ def test_a_collection_whose_value_ignores_row_order_is_recomputed(call: str, wri
         "array_distinct(collect_list(n))",
         "sort_array(collect_set(n / 2))",  # DOUBLE: -0.0 = 0.0, either may be kept
         "array_sort(collect_list(n), (a, b) -> b - a)",  # the query's own comparator
-        "percentile_approx(n, 0.5)",  # its summaries merge in the order partitions come
     ],
 )
 def test_a_collection_in_the_order_rows_arrive_refreshes_full(call: str) -> None:
@@ -681,6 +700,12 @@ def _window_orders(sql: str) -> list[str]:
             True,
         ),
         ("SELECT k, FIRST_VALUE(n) OVER (PARTITION BY k ORDER BY z) AS f FROM t0", True),
+        ("SELECT k, FIRST(n) OVER (PARTITION BY k ORDER BY z) AS f FROM t0", True),
+        (
+            "SELECT k, COLLECT_LIST(n) OVER (PARTITION BY k ORDER BY z RANGE BETWEEN UNBOUNDED "
+            "PRECEDING AND UNBOUNDED FOLLOWING) AS f FROM t0",
+            True,
+        ),
         (
             "SELECT k, LAST_VALUE(n) OVER (PARTITION BY k ORDER BY z RANGE BETWEEN UNBOUNDED "
             "PRECEDING AND UNBOUNDED FOLLOWING) AS f FROM t0",
@@ -689,11 +714,51 @@ def _window_orders(sql: str) -> list[str]:
         # peers share a value: their ties are the answer
         ("SELECT k, RANK() OVER (PARTITION BY k ORDER BY z) AS r FROM t0", False),
         ("SELECT k, SUM(n) OVER (PARTITION BY k ORDER BY z) AS s FROM t0", False),
+        # a DOUBLE running sum rounds in the order peers come, and is left so
+        ("SELECT k, SUM(n / 2) OVER (PARTITION BY k ORDER BY z) AS s FROM t0", False),
     ],
 )
 def test_an_order_whose_ties_change_the_answer_is_made_total(sql: str, broken: bool) -> None:
     (order,) = _window_orders(sql)  # the breakers follow the order's own keys
     assert (order.count(",") >= 1) is broken, order
+
+
+@pytest.mark.parametrize(
+    ("call", "ordered"),
+    [
+        # what Spark reads first or last, a list in the order read, ties, rounding
+        ("COLLECT_LIST(n)", True),
+        ("COLLECT_SET(n)", True),
+        ("FIRST(n)", True),
+        ("ANY_VALUE(n)", True),
+        ("LAST_VALUE(n)", True),
+        ("MAX_BY(n, z)", True),
+        ("PERCENTILE_APPROX(n, 0.5)", True),
+        ("SUM(n / 2)", True),
+        ("STDDEV(n)", True),
+        # functions of the partition's values alone
+        ("SUM(n)", False),
+        ("AVG(CAST(n AS DECIMAL(10, 2)))", False),
+        ("COUNT(*)", False),
+        ("MAX(n)", False),
+        ("MEDIAN(n)", False),
+        ("BOOL_AND(n > 1)", False),
+    ],
+)
+def test_a_partition_read_in_order_is_ordered_by_every_column_used(
+    call: str, ordered: bool
+) -> None:
+    """Without ORDER BY, a function whose value depends on the order Spark reads the
+    partition in is given one (every column the query uses, over the same whole-partition
+    frame), so the build and every recomputation of the partition agree."""
+    plan = build_plan(f"SELECT k, n, {call} OVER (PARTITION BY k) AS f FROM t0", SCHEMA, qualify)
+    (func,) = [f for w in walk_post_order(plan.root) if isinstance(w, Window) for f in w.funcs]
+    written = func.sql("spark")
+    if ordered:
+        assert "ORDER BY" in written, written
+        assert "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING" in written, written
+    else:
+        assert func.args.get("order") is None and func.args.get("spec") is None, written
 
 
 def test_a_deduplication_breaks_ties_by_every_column_it_keeps_but_its_keys() -> None:
@@ -710,6 +775,9 @@ def test_a_deduplication_breaks_ties_by_every_column_it_keeps_but_its_keys() -> 
         "SELECT k, LAST_VALUE(n) OVER (PARTITION BY k ORDER BY z) AS l FROM t0",
         "SELECT k, NTH_VALUE(n, 2) OVER (ORDER BY z) AS l FROM t0",
         "SELECT k, FIRST_VALUE(n) IGNORE NULLS OVER (ORDER BY z) AS l FROM t0",
+        "SELECT k, COLLECT_LIST(n) OVER (PARTITION BY k ORDER BY z) AS l FROM t0",
+        "SELECT k, MAX_BY(n, k) OVER (PARTITION BY k ORDER BY z) AS l FROM t0",
+        "SELECT k, FIRST(n, true) OVER (PARTITION BY k ORDER BY z) AS l FROM t0",
     ],
 )
 def test_a_value_picked_among_tied_peers_is_recomputed(sql: str) -> None:

@@ -546,6 +546,41 @@ def test_rows_tied_in_a_deduplication_are_ranked_the_same_every_time(lh: Lakehou
         assert rows(lh.sql(f"SELECT * FROM {latest} WHERE id = 2")) == [(2, "a")]
 
 
+def test_values_read_in_order_over_a_partition_survive_a_compaction(lh: Lakehouse, unique) -> None:
+    """A list collected over a partition, its first value, a MAX_BY whose orderings all
+    tie, a DOUBLE sum that rounds in the order it adds: each is whatever Spark reads first
+    or how it reads the partition's rows. A compaction puts the rows in another order, so
+    a refresh recomputing the touched partition as it was got other rows than the table
+    held and fell back to FULL (the table and the delta disagreed). Ordered by every
+    column the query uses, the build and every recomputation read it the same way."""
+    src, dt, twin = unique("events"), unique("per_k"), unique("twin")
+    lh.sql(f"CREATE TABLE {src} (k INT, n INT, v DOUBLE)")
+    for n, v in ((5, 1e16), (7, 1.0), (3, -1e16), (8, 1.0), (2, 0.5)):  # one file each
+        lh.sql(f"INSERT INTO {src} VALUES (1, {n}, {v}), (2, {n}, {v})")
+    query = f"""
+        SELECT k, n, collect_list(n) OVER (PARTITION BY k) AS ns,
+               first(n) OVER (PARTITION BY k) AS f,
+               max_by(n, k) OVER (PARTITION BY k) AS m,
+               sum(v) OVER (PARTITION BY k) AS s
+        FROM {src}"""
+    lh.sql(f"CREATE DYNAMIC TABLE {dt} AS {query}")
+    lh.sql(
+        f"CALL lakehouse.system.rewrite_data_files(table => 'public.{src}', "
+        "options => map('min-input-files', '2'))"
+    )
+    lh.sql(f"INSERT INTO {src} VALUES (1, 1, 2.0)")
+    assert _refresh(lh, dt) == ("INCREMENTAL", 6, 5)
+    # the table holds what a build from scratch holds now, k = 2 untouched included
+    lh.sql(f"CREATE DYNAMIC TABLE {twin} AS {query}")
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == rows(lh.sql(f"SELECT * FROM {twin}"))
+    # and the values are the query's, up to the order it has none of
+    picked = lh.sql(
+        f"SELECT DISTINCT k, array_join(sort_array(ns), ','), array_contains(ns, f), "
+        f"array_contains(ns, m) FROM {dt}"
+    )
+    assert rows(picked) == [(1, "1,2,3,5,7,8", True, True), (2, "2,3,5,7,8", True, True)]
+
+
 def test_a_deduplication_reads_the_partitions_the_change_touches(
     lh: Lakehouse, unique, monkeypatch
 ) -> None:
@@ -769,6 +804,69 @@ def test_aggregates_of_distinct_values_are_recomputed_for_touched_groups(
         ("b", 11, 2.0, 2),
         ("c", 2, 3.0, 0),
         ("d", 1, 1.0, 1),
+    ]
+
+
+def test_latest_values_modes_and_approximate_percentiles_are_recomputed_for_touched_groups(
+    lh: Lakehouse, unique
+) -> None:
+    """The latest status of each order (MAX_BY over its updates), its first status
+    (MIN_BY), the commonest status and an approximate median per customer: a new update,
+    the latest one deleted (the one before is latest again), an order moved to another
+    customer, a customer's last order gone."""
+    src, latest, per_customer = unique("updates"), unique("latest"), unique("per_customer")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (order_id INT, customer STRING, status STRING, ts INT, amount INT);
+        INSERT INTO {src} VALUES (1, 'ann', 'created', 1, 10), (1, 'ann', 'paid', 2, 10),
+          (2, 'ann', 'created', 1, 30), (3, 'bob', 'created', 5, 20),
+          (3, 'bob', 'paid', 6, 20), (3, 'bob', 'shipped', 7, 20), (4, 'cy', 'created', 3, 5),
+          (6, 'ann', 'created', 2, 12);
+        CREATE DYNAMIC TABLE {latest} AS
+          SELECT order_id, max_by(status, ts) AS status, min_by(status, ts) AS first_status,
+                 max(ts) AS ts
+          FROM {src} GROUP BY order_id;
+        CREATE DYNAMIC TABLE {per_customer} AS
+          SELECT customer, mode(status) AS usual, percentile_approx(amount, 0.5) AS median,
+                 max_by(order_id, amount) FILTER (WHERE status = 'created') AS biggest
+          FROM {src} GROUP BY customer
+        """
+    )
+    lines = lh.sql(f"EXPLAIN DYNAMIC TABLE {latest}").collect()
+    assert any("MAX_BY, MIN_BY recomputed for every touched group" in r.detail for r in lines), [
+        r.detail for r in lines
+    ]
+    assert rows(lh.sql(f"SELECT order_id, status, first_status FROM {latest}")) == [
+        (1, "paid", "created"),
+        (2, "created", "created"),
+        (3, "shipped", "created"),
+        (4, "created", "created"),
+        (6, "created", "created"),
+    ]
+    batches = [
+        f"INSERT INTO {src} VALUES (2, 'ann', 'paid', 4, 30), (5, 'dee', 'created', 9, 8)",
+        f"DELETE FROM {src} WHERE order_id = 3 AND ts = 5",  # paid is the first now
+        f"UPDATE {src} SET customer = 'bob' WHERE order_id = 1",  # moves to bob
+        f"DELETE FROM {src} WHERE customer = 'cy'",  # a customer's last order
+    ]
+    for batch in batches:
+        lh.sql(batch)
+        for dt in (latest, per_customer):
+            assert _refresh(lh, dt)[0] == "INCREMENTAL", (dt, batch)
+            assert_oracle(lh, dt)
+        if batch.startswith("INSERT"):  # orders 1, 3, 4 and 6 kept theirs
+            assert _stats(lh, latest)["agg0.recomputed_groups"] == "2"
+    assert rows(lh.sql(f"SELECT order_id, status, first_status FROM {latest}")) == [
+        (1, "paid", "created"),
+        (2, "paid", "created"),
+        (3, "shipped", "paid"),
+        (5, "created", "created"),
+        (6, "created", "created"),
+    ]
+    assert rows(lh.sql(f"SELECT customer, usual, median, biggest FROM {per_customer}")) == [
+        ("ann", "created", 30, 2),
+        ("bob", "paid", 10, 1),
+        ("dee", "created", 8, 5),
     ]
 
 
