@@ -29,17 +29,17 @@ ANONYMOUS_AGGREGATES = frozenset(
     }
 )
 
-# Aggregates with no running state that undoes a delete (a variance, a median, an AND),
-# whose value depends only on the group's rows, not the order they come in (as FIRST or
-# COLLECT_LIST's does): kept per group in the state and recomputed from the current input
-# for every group the change touches (see ivm/aggregate.py). Each with the arguments
-# sqlglot models (a call with others set is refused, not computed without them).
+# Aggregates with no running state that undoes a delete (a variance, a median, an AND):
+# kept per group in the state and recomputed from the current input for every group the
+# change touches (see ivm/aggregate.py). Each with the arguments sqlglot models (a call
+# with others set is refused, not computed without them).
 #
-# MAX_BY, MIN_BY and MODE pick among tied rows in the order Spark reads them, and
-# PERCENTILE_APPROX's summary merges in that order: over the same rows two runs of the
-# query may give two of its answers. The state keeps the answer the group was given, and
-# a touched group gets one of the answers the query has for its new rows, as a FULL
-# refresh would; an untouched group keeps its own.
+# FIRST, LAST and ANY_VALUE take the row Spark reads first or last, MAX_BY, MIN_BY and
+# MODE pick among tied rows in the order it reads them, and PERCENTILE_APPROX's summary
+# merges in that order: over the same rows two runs of the query may give two of its
+# answers. The state keeps the answer the group was given, and a touched group gets one
+# of the answers the query has for its new rows, as a FULL refresh would; an untouched
+# group keeps its own.
 RECOMPUTED_AGGS: dict[type[exp.Expr], frozenset[str]] = {
     **{
         t: frozenset({"this"})
@@ -81,12 +81,17 @@ RECOMPUTED_AGGS: dict[type[exp.Expr], frozenset[str]] = {
     exp.ArgMax: frozenset({"this", "expression"}),
     exp.ArgMin: frozenset({"this", "expression"}),
     exp.Mode: frozenset({"this"}),
+    **{t: frozenset({"this"}) for t in (exp.First, exp.Last, exp.AnyValue)},
+    **{t: frozenset({"this"}) for t in (exp.FirstValue, exp.LastValue)},
     # HyperLogLog++ registers are the maximum over the rows' hashes: the estimate is a
     # function of the group's values, whatever their order or partitioning
     exp.ApproxDistinct: frozenset({"this", "accuracy"}),
 }
 # the same, among the aggregates sqlglot reads as plain calls: name -> arguments
 RECOMPUTED_CALLS = {"std": 1, "every": 1, "some": 1, "try_sum": 1, "try_avg": 1}
+
+# the aggregates Spark lets skip NULLs (IGNORE NULLS, or a second argument true)
+_TAKES_NULLS = (exp.First, exp.Last, exp.AnyValue, exp.FirstValue, exp.LastValue)
 
 # aggregates whose value over no rows is 0, not NULL
 COUNTS = (exp.Count, exp.CountIf, exp.RegrCount, exp.ApproxDistinct)
@@ -177,6 +182,11 @@ def recomputable(n: exp.Expr) -> bool:
     models, so the SQL generated from it is the call as written; or a sorted collection."""
     if sorted_collection(n):
         return True
+    if isinstance(n, exp.IgnoreNulls | exp.RespectNulls):  # FIRST(x, true): kept whole
+        inner = n.this.this if isinstance(n.this, exp.Filter) else n.this
+        if not isinstance(inner, _TAKES_NULLS):
+            return False
+        n = n.this
     if isinstance(n, exp.Filter):
         n = n.this
     if isinstance(n, exp.Anonymous):

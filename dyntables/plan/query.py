@@ -83,12 +83,22 @@ def _restore_window_function(node: exp.Expr) -> exp.Expr:
     return node
 
 
+def _nulls_option_after_filter(node: exp.Expr) -> exp.Expr:
+    """``FIRST(x, true) FILTER (WHERE p)`` reads as a FILTER around ``FIRST(x) IGNORE
+    NULLS``, which sqlglot writes back in that order, where Spark's grammar takes the
+    FILTER first: ``FIRST(x) FILTER (WHERE p) IGNORE NULLS``, as Spark spells it."""
+    if isinstance(node, exp.Filter) and isinstance(node.this, exp.IgnoreNulls | exp.RespectNulls):
+        option = node.this
+        return type(option)(this=exp.Filter(this=option.this, expression=node.expression))
+    return node
+
+
 def parse_query(text: str) -> exp.Query:
     """Parse a DT's defining query; it must be a SELECT (or set operation of SELECTs)."""
     protected = _protect_window_function(text)
     try:
         trees = [
-            t.transform(_restore_window_function)
+            t.transform(_restore_window_function).transform(_nulls_option_after_filter)
             for t in sqlglot.parse(protected, read="spark")
             if t is not None
         ]

@@ -197,9 +197,7 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
         # ANY, which sqlglot reads as a quantified comparison: not a projection, whose
         # delta rule would aggregate the changed rows alone
         ("SELECT any(n > 0) AS e FROM t0", "AGGREGATE_FUNCTION"),
-        # aggregates whose value is the row Spark reads first, or a list in that order
-        ("SELECT k, first(n) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
-        ("SELECT k, any_value(n) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
+        # a list in the order Spark reads the rows
         ("SELECT k, collect_list(n) AS f FROM t0 GROUP BY k", "AGGREGATE_FUNCTION"),
         # generators the compiler does not model: unnamed over an argument of a type it
         # cannot tell, or whose names a reader took before the type corrected them,
@@ -614,6 +612,10 @@ def test_aggregates_without_running_state_are_recomputed_as_written() -> None:
 @pytest.mark.parametrize(
     ("call", "written"),
     [
+        ("first(n)", "FIRST("),
+        ("first(n, true)", "FIRST(c1) IGNORE NULLS"),  # the option kept
+        ("last(n) IGNORE NULLS", "LAST(c1) IGNORE NULLS"),
+        ("any_value(n) FILTER (WHERE z > 1)", "ANY_VALUE("),
         ("max_by(n, z)", "MAX_BY("),
         ("min_by(k, z) FILTER (WHERE n > 0)", "MIN_BY("),
         ("mode(n)", "MODE("),
@@ -621,10 +623,13 @@ def test_aggregates_without_running_state_are_recomputed_as_written() -> None:
         ("approx_percentile(n, array(0.25, 0.75), 100)", "PERCENTILE_APPROX("),
     ],
 )
-def test_a_value_picked_among_ties_or_approximated_is_recomputed(call: str, written: str) -> None:
-    """MAX_BY, MIN_BY and MODE pick among tied rows, PERCENTILE_APPROX merges summaries in
-    the order they come: the state keeps the group's answer, and a touched group is given
-    one of the answers the query has for its new rows, as a FULL refresh would be."""
+def test_a_value_read_first_picked_among_ties_or_approximated_is_recomputed(
+    call: str, written: str
+) -> None:
+    """FIRST and ANY_VALUE take the row read first, MAX_BY, MIN_BY and MODE pick among tied
+    rows, PERCENTILE_APPROX merges summaries in the order they come: the state keeps the
+    group's answer, and a touched group is given one of the answers the query has for its
+    new rows, as a FULL refresh would be."""
     plan = build_plan(f"SELECT k, {call} AS c FROM t0 GROUP BY k", SCHEMA, qualify)
     (node,) = [n for n in walk_post_order(plan.root) if isinstance(n, Aggregate)]
     (agg,) = node.aggs

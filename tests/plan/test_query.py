@@ -141,3 +141,21 @@ def test_a_query_sqlglot_would_write_back_otherwise_is_refused(sql: str, says: s
 )
 def test_what_sqlglot_writes_back_as_written_is_accepted(sql: str) -> None:
     parse_query(sql)
+
+
+@pytest.mark.parametrize(
+    ("sql", "written"),
+    [
+        ("SELECT first(v, true) FILTER (WHERE v > 1) AS f FROM t", "FILTER(WHERE v > 1) IGNORE"),
+        (
+            "SELECT last(v) FILTER (WHERE v > 1) IGNORE NULLS AS f FROM t",
+            "FILTER(WHERE v > 1) IGNORE",
+        ),
+    ],
+)
+def test_a_nulls_option_is_written_after_the_filter_as_spark_reads_it(
+    sql: str, written: str
+) -> None:
+    """sqlglot read ``first(v, true) FILTER (...)`` as a FILTER around ``FIRST(v) IGNORE
+    NULLS`` and wrote it back so, which Spark's grammar does not parse."""
+    assert written in parse_query(sql).sql("spark")

@@ -807,11 +807,12 @@ def test_aggregates_of_distinct_values_are_recomputed_for_touched_groups(
     ]
 
 
-def test_latest_values_modes_and_approximate_percentiles_are_recomputed_for_touched_groups(
+def test_values_picked_from_a_groups_rows_are_recomputed_for_touched_groups(
     lh: Lakehouse, unique
 ) -> None:
     """The latest status of each order (MAX_BY over its updates), its first status
-    (MIN_BY), the commonest status and an approximate median per customer: a new update,
+    (MIN_BY), its customer (ANY_VALUE, FIRST IGNORE NULLS with a FILTER: one per order),
+    the commonest status and an approximate median per customer: a new update,
     the latest one deleted (the one before is latest again), an order moved to another
     customer, a customer's last order gone."""
     src, latest, per_customer = unique("updates"), unique("latest"), unique("per_customer")
@@ -824,7 +825,8 @@ def test_latest_values_modes_and_approximate_percentiles_are_recomputed_for_touc
           (6, 'ann', 'created', 2, 12);
         CREATE DYNAMIC TABLE {latest} AS
           SELECT order_id, max_by(status, ts) AS status, min_by(status, ts) AS first_status,
-                 max(ts) AS ts
+                 max(ts) AS ts, any_value(customer) AS customer,
+                 first(customer, true) FILTER (WHERE ts > 1) AS customer_after_1
           FROM {src} GROUP BY order_id;
         CREATE DYNAMIC TABLE {per_customer} AS
           SELECT customer, mode(status) AS usual, percentile_approx(amount, 0.5) AS median,
@@ -833,9 +835,10 @@ def test_latest_values_modes_and_approximate_percentiles_are_recomputed_for_touc
         """
     )
     lines = lh.sql(f"EXPLAIN DYNAMIC TABLE {latest}").collect()
-    assert any("MAX_BY, MIN_BY recomputed for every touched group" in r.detail for r in lines), [
-        r.detail for r in lines
-    ]
+    assert any(
+        "ANY_VALUE, FIRST, MAX_BY, MIN_BY recomputed for every touched group" in r.detail
+        for r in lines
+    ), [r.detail for r in lines]
     assert rows(lh.sql(f"SELECT order_id, status, first_status FROM {latest}")) == [
         (1, "paid", "created"),
         (2, "created", "created"),
@@ -856,12 +859,14 @@ def test_latest_values_modes_and_approximate_percentiles_are_recomputed_for_touc
             assert_oracle(lh, dt)
         if batch.startswith("INSERT"):  # orders 1, 3, 4 and 6 kept theirs
             assert _stats(lh, latest)["agg0.recomputed_groups"] == "2"
-    assert rows(lh.sql(f"SELECT order_id, status, first_status FROM {latest}")) == [
-        (1, "paid", "created"),
-        (2, "paid", "created"),
-        (3, "shipped", "paid"),
-        (5, "created", "created"),
-        (6, "created", "created"),
+    assert rows(
+        lh.sql(f"SELECT order_id, status, first_status, customer, customer_after_1 FROM {latest}")
+    ) == [
+        (1, "paid", "created", "bob", "bob"),
+        (2, "paid", "created", "ann", "ann"),
+        (3, "shipped", "paid", "bob", "bob"),
+        (5, "created", "created", "dee", "dee"),
+        (6, "created", "created", "ann", "ann"),
     ]
     assert rows(lh.sql(f"SELECT customer, usual, median, biggest FROM {per_customer}")) == [
         ("ann", "created", 30, 2),
