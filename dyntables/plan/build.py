@@ -901,14 +901,6 @@ class _Builder:
             # COUNT_IF(p) counts the rows where p is true: COUNT(CASE WHEN p THEN 1 END)
             n = exp.Count(this=exp.case().when(n.this.copy(), exp.Literal.number(1)))
         func = _SUPPORTED_AGGS.get(type(n))
-        if isinstance(n, (exp.ArrayAgg, exp.ArrayUniqueAgg)):
-            name = "COLLECT_SET" if isinstance(n, exp.ArrayUniqueAgg) else "COLLECT_LIST"
-            raise NotIncremental(
-                "AGGREGATE_FUNCTION",
-                name,
-                f"{name}'s order is the order its rows arrive in; SORT_ARRAY({name}(x)) of "
-                "a column that is not FLOAT or DOUBLE, or its SIZE, is maintained",
-            )
         if func is None:
             raise NotIncremental(
                 "AGGREGATE_FUNCTION",

@@ -34,9 +34,9 @@ ANONYMOUS_AGGREGATES = frozenset(
 # change touches (see ivm/aggregate.py). Each with the arguments sqlglot models (a call
 # with others set is refused, not computed without them).
 #
-# FIRST, LAST and ANY_VALUE take the row Spark reads first or last, MAX_BY, MIN_BY and
-# MODE pick among tied rows in the order it reads them, and PERCENTILE_APPROX's summary
-# merges in that order: over the same rows two runs of the query may give two of its
+# FIRST, LAST and ANY_VALUE take the row Spark reads first or last, COLLECT_LIST and
+# COLLECT_SET list the values in the order it reads them, MAX_BY, MIN_BY and MODE pick
+# among tied rows in that order, and PERCENTILE_APPROX's summary merges in that order: over the same rows two runs of the query may give two of its
 # answers. The state keeps the answer the group was given, and a touched group gets one
 # of the answers the query has for its new rows, as a FULL refresh would; an untouched
 # group keeps its own.
@@ -83,6 +83,8 @@ RECOMPUTED_AGGS: dict[type[exp.Expr], frozenset[str]] = {
     exp.Mode: frozenset({"this"}),
     **{t: frozenset({"this"}) for t in (exp.First, exp.Last, exp.AnyValue)},
     **{t: frozenset({"this"}) for t in (exp.FirstValue, exp.LastValue)},
+    exp.ArrayAgg: frozenset({"this", "nulls_excluded"}),  # COLLECT_LIST
+    exp.ArrayUniqueAgg: frozenset({"this"}),  # COLLECT_SET
     # HyperLogLog++ registers are the maximum over the rows' hashes: the estimate is a
     # function of the group's values, whatever their order or partitioning
     exp.ApproxDistinct: frozenset({"this", "accuracy"}),
@@ -120,57 +122,10 @@ def mean_as_avg(n: exp.Expr) -> exp.Expr:
     return wrapped
 
 
-# Element types whose equal values are identical: a set of them keeps the same values and
-# a sort puts them in one order whichever order the rows came in. Not FLOAT or DOUBLE:
-# -0.0 equals 0.0, so a set keeps whichever came first and a sort leaves them as they came.
-_IDENTICAL_WHEN_EQUAL = (
-    *exp.DataType.INTEGER_TYPES,
-    exp.DataType.Type.DECIMAL,
-    *exp.DataType.TEXT_TYPES,
-    *exp.DataType.TEMPORAL_TYPES,
-    exp.DataType.Type.BOOLEAN,
-    exp.DataType.Type.BINARY,
-)
-
-
-def _collected(n: exp.Expr) -> exp.Expr | None:
-    """The value ``n`` collects, for COLLECT_SET / COLLECT_LIST / ARRAY_AGG (FILTER included)."""
-    agg = n.this if isinstance(n, exp.Filter) else n
-    if not isinstance(agg, (exp.ArrayAgg, exp.ArrayUniqueAgg)):
-        return None
-    arg = agg.this
-    if isinstance(arg, exp.Distinct):
-        return arg.expressions[0] if len(arg.expressions) == 1 else None
-    return arg
-
-
-def sorted_collection(n: exp.Expr) -> bool:
-    """``SORT_ARRAY(COLLECT_SET(x))``, ``ARRAY_SORT(COLLECT_LIST(x))``, ``SIZE(...)`` of
-    either: a collection whose value depends on the group's values alone, not on the
-    order its rows came in, as the collection by itself does. Recomputed per touched group
-    like the aggregates without running state. A sort only where equal elements are
-    identical, and by Spark's order (not a comparator of the query's)."""
-    if isinstance(n, exp.ArraySort):
-        asc = n.args.get("asc")
-        if n.args.get("expression") is not None or not (
-            asc is None or isinstance(asc, exp.Boolean)
-        ):
-            return False
-        value = _collected(n.this)
-        typ = getattr(value, "type", None)
-        return isinstance(typ, exp.DataType) and typ.is_type(*_IDENTICAL_WHEN_EQUAL)
-    if isinstance(n, exp.ArraySize):  # equal values count once in a set, whichever is kept
-        return n.args.get("expression") is None and _collected(n.this) is not None
-    return False
-
-
 def recomputed_name(n: exp.Expr) -> str:
-    """The name EXPLAIN gives a recomputed call: BOOL_AND, SORT_ARRAY(COLLECT_SET),
-    SUM(DISTINCT)."""
+    """The name EXPLAIN gives a recomputed call: BOOL_AND, COLLECT_SET, SUM(DISTINCT)."""
     inner = n.this if isinstance(n, exp.Filter) else n
     name = inner.sql("spark").split("(", 1)[0].upper()
-    if isinstance(inner, (exp.ArraySort, exp.ArraySize)):
-        return f"{name}({recomputed_name(inner.this)})"
     if isinstance(inner.this, exp.Distinct):
         return f"{name}(DISTINCT)"
     return name
@@ -179,9 +134,7 @@ def recomputed_name(n: exp.Expr) -> str:
 def recomputable(n: exp.Expr) -> bool:
     """An aggregate call (``FILTER (WHERE ...)`` included) recomputed per touched group:
     one of RECOMPUTED_AGGS / RECOMPUTED_CALLS with exactly the arguments sqlglot
-    models, so the SQL generated from it is the call as written; or a sorted collection."""
-    if sorted_collection(n):
-        return True
+    models, so the SQL generated from it is the call as written."""
     if isinstance(n, exp.IgnoreNulls | exp.RespectNulls):  # FIRST(x, true): kept whole
         inner = n.this.this if isinstance(n.this, exp.Filter) else n.this
         if not isinstance(inner, _TAKES_NULLS):
