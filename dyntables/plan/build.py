@@ -579,6 +579,8 @@ class _Builder:
 
     def _not_in(self, node: Node, scope: Scope, sub: exp.In, ctes: dict[str, exp.Expr]) -> Node:
         """``x NOT IN (SELECT y ...)`` as two anti joins (see :mod:`.subquery`)."""
+        if isinstance(sub.this, exp.Tuple):
+            return self._not_in_tuple(node, scope, sub, ctes)
         try:
             outer, query = subquery.not_in_parts(sub)
         except subquery.Unsupported as exc:
@@ -598,6 +600,47 @@ class _Builder:
         killers, _ = self.query(subquery.null_killers(query), ctes)
         is_null = exp.paren(exp.Is(this=value.copy(), expression=exp.null()))  # in `=`
         return Join("anti", node, killers, (is_null,), (col(killers.columns[0]),), None)
+
+    def _not_in_tuple(
+        self, node: Node, scope: Scope, sub: exp.In, ctes: dict[str, exp.Expr]
+    ) -> Node:
+        """``(a, b) NOT IN (SELECT x, y ...)``: a row stays while no subquery row is
+        possibly equal to it, column by column equal or either side NULL (SQL's
+        three-valued comparison of rows is then TRUE or unknown, and NOT IN unknown drops
+        the row). Two anti joins: one on the equality of every column (no NULL involved,
+        Iceberg and Spark key it), one with no key for the matches a NULL takes part in."""
+        outer = list(sub.this.expressions)
+        query = sub.args["query"]
+        query = query.this if isinstance(query, exp.Subquery) else query
+        if _correlated(query, scope):
+            raise NotIncremental(
+                "CORRELATED_IN", "NOT IN", "NOT IN (subquery) that refers to the outer query"
+            )
+        pairs = subquery.in_pairs(outer, query)
+        if pairs is None:
+            raise NotIncremental(
+                "UNRESOLVED_QUERY", "NOT IN", "NOT IN (subquery) must return one column per value"
+            )
+        differ = subquery.keys_differ(pairs, by_value=True)
+        if differ is not None:
+            raise NotIncremental("KEY_TYPES", "NOT IN", differ)
+        values = [self.expr(e, scope) for e in outer]
+        right, _ = self.query(query, ctes)
+        node = Join("anti", node, right, tuple(values), tuple(col(c) for c in right.columns), None)
+        right, _ = self.query(query, ctes)
+        either_null = [
+            exp.or_(
+                exp.Is(this=v.copy(), expression=exp.null()),
+                exp.Is(this=col(c), expression=exp.null()),
+            )
+            for v, c in zip(values, right.columns, strict=True)
+        ]
+        possibly_equal = [
+            exp.or_(exp.EQ(this=v.copy(), expression=col(c)), null.copy())
+            for v, c, null in zip(values, right.columns, either_null, strict=True)
+        ]
+        residual = exp.and_(exp.or_(*either_null), *possibly_equal)
+        return Join("anti", node, right, (), (), residual)
 
     def _semi(
         self, node: Node, scope: Scope, kind: str, sub: exp.Expr, ctes: dict[str, exp.Expr]

@@ -162,12 +162,6 @@ def valued(alias: str, empty: exp.Expr | None) -> exp.Expr:
 def not_in_parts(sub: exp.In) -> tuple[exp.Expr, exp.Select]:
     """``x NOT IN (SELECT y ...)``: the outer value and the subquery's body (one column)."""
     outer = sub.this
-    if isinstance(outer, exp.Tuple):
-        raise Unsupported(
-            "NOT_IN_SUBQUERY",
-            "(a, b) NOT IN (subquery): a NULL in one column of a row makes it unknown; "
-            "use NOT EXISTS",
-        )
     query = sub.args["query"]
     query = query.this if isinstance(query, exp.Subquery) else query
     if not isinstance(query, exp.Select) or len(query.expressions) != 1:

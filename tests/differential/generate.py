@@ -261,7 +261,6 @@ SHAPES = (
 )
 
 REJECTED_KINDS = (
-    "not_in_pair",
     "count_distinct",
     "scalar_non_equi",
     "outer_non_equi",
@@ -580,6 +579,13 @@ class QueryGen:
         if kind == "not_in":  # a NULL on either side, or no rows at all, decides a lot
             rel.tags.add("not_in")
             where = f" WHERE {self.pred(inner.scope, 0)}" if local else ""
+            if chance(ch, 0.3):  # a pair: a NULL in either column of either side
+                outer2, inner2 = self.key_of(rel.scope), self.key_of(inner.scope)
+                rel.tags.add("not_in_tuple")
+                return (
+                    f"({outer_key.sql}, {outer2.sql}) NOT IN "
+                    f"(SELECT {inner_key.sql}, {inner2.sql} FROM {inner.from_sql}{where})"
+                )
             return f"{outer_key.sql} NOT IN (SELECT {inner_key.sql} FROM {inner.from_sql}{where})"
         if kind == "in":
             rel.tags.add("semi_join")
@@ -1131,15 +1137,11 @@ class QueryGen:
         ch = self.ch
         kind = pick(ch, REJECTED_KINDS)
         tags = {"rejected", f"rejected:{kind}"}
-        if kind in ("not_in_pair", "scalar_non_equi"):
+        if kind == "scalar_non_equi":
             rel = self.from_clause(1)
             inner = self.scan(pick(ch, self.tables))
             ok, ik = self.key_of(rel.scope), self.key_of(inner.scope)
-            if kind == "not_in_pair":
-                ok2, ik2 = self.key_of(rel.scope), self.key_of(inner.scope)
-                cond = f"({ok.sql}, {ok2.sql}) NOT IN (SELECT {ik.sql}, {ik2.sql} FROM {inner.from_sql})"
-            else:
-                cond = f"{ok.sql} >= (SELECT MIN({ik.sql}) FROM {inner.from_sql} WHERE {ik.sql} < {ok.sql})"
+            cond = f"{ok.sql} >= (SELECT MIN({ik.sql}) FROM {inner.from_sql} WHERE {ik.sql} < {ok.sql})"
             items, cols = self.projection(rel.scope)
             q = Query(
                 f"SELECT {', '.join(items)} FROM {rel.from_sql} WHERE {cond}",

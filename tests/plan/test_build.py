@@ -223,7 +223,6 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
             "HAVING COUNT(*) > (SELECT COUNT(*) FROM t1 WHERE t1.k = t0.k)",
             "SUBQUERY_EXPRESSION",
         ),
-        ("SELECT k FROM t0 WHERE (k, n) NOT IN (SELECT k, k FROM t1)", "NOT_IN_SUBQUERY"),
         # a full join's padded rows are kept by key
         ("SELECT t0.k, t1.s FROM t0 FULL JOIN t1 ON t0.k < t1.k", "OUTER_JOIN_NON_EQUI"),
         # IN widens a STRING beside a number or a date to a string; a join casts the string
@@ -792,3 +791,16 @@ def test_ties_told_apart_by_a_map_column_are_recomputed() -> None:
     build_plan(
         f"SELECT k, m, RANK() OVER (PARTITION BY k ORDER BY z) AS r FROM {derived}", SCHEMA, qualify
     )
+
+
+def test_a_pair_not_in_a_subquery_is_two_anti_joins() -> None:
+    """``(a, b) NOT IN (SELECT x, y ...)``: equal in both columns (keyed), or possibly
+    equal with a NULL taking part (no key: a NULL in either column of either side)."""
+    plan = build_plan(
+        "SELECT k, n FROM t0 WHERE (k, n) NOT IN (SELECT k, k FROM t1)", SCHEMA, qualify
+    )
+    keyed, nulls = [n for n in walk_post_order(plan.root) if isinstance(n, Join)]
+    assert keyed.kind == nulls.kind == "anti"
+    assert len(keyed.left_keys) == 2 and keyed.residual is None
+    assert not nulls.left_keys and nulls.residual is not None
+    assert nulls.residual.sql("spark").count("IS NULL") == 8
