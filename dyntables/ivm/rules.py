@@ -327,13 +327,15 @@ def rel_within_change(r: Renderer, node: Node, keys: Sequence[exp.Expr], version
 
 def _trace_to_scan(node: Node, key: exp.Expr) -> tuple[Scan, str] | None:
     """The source column a bare key column of ``node`` carries unchanged, through
-    filters (which only drop rows), generators (which repeat them) and renaming
-    projections."""
+    filters (which only drop rows), generators (which repeat them), windows (which add
+    columns beside it) and renaming projections."""
     if not isinstance(key, exp.Column) or key.table:
         return None
     name = key.name
     while True:
-        if isinstance(node, Filter) or (isinstance(node, Generate) and name in node.child.columns):
+        if isinstance(node, Filter) or (
+            isinstance(node, Generate | Window) and name in node.child.columns
+        ):
             node = node.child
         elif isinstance(node, Project):
             if name not in node.out:

@@ -49,7 +49,14 @@ from dyntables.plan.time_windows import (
     interval_length,
     own_time_windows,
 )
-from dyntables.plan.windows import breaks_ties, holds_map, inline_named_windows, total_order
+from dyntables.plan.windows import (
+    breaks_ties,
+    holds_map,
+    in_two_steps,
+    inline_named_windows,
+    runs_over_peers,
+    total_order,
+)
 from dyntables.sql.tokens import TableName
 
 # table -> ordered (column, type) pairs, for qualification and Scan columns
@@ -993,8 +1000,17 @@ class _Builder:
                 "rows tied in a window's ORDER BY would be told apart by a MAP column, "
                 "which Spark cannot order; recomputed FULL",
             )
-        funcs = tuple(total_order(w.copy(), breakers) for w in windows)
-        window_node = Window(node, partition_by, funcs, func_cols)
+        funcs: list[exp.Expr] = []
+        for w in windows:
+            if not runs_over_peers(w):
+                funcs.append(total_order(w.copy(), breakers))
+                continue
+            value, position = self.fresh(), self.fresh()
+            running, numbered, at_peer = in_two_steps(w, breakers, value, position)
+            own = tuple(p.copy() for p in w.args.get("partition_by") or [])
+            node = Window(node, own, (running, numbered), (value, position))
+            funcs.append(at_peer)
+        window_node = Window(node, partition_by, tuple(funcs), func_cols)
         mapping = {id(w): c for w, c in zip(windows, func_cols, strict=True)}
 
         def replace(n: exp.Expr) -> exp.Expr:

@@ -95,39 +95,121 @@ def _frame(w: exp.Window) -> tuple[str, str, str]:
     return kind, start, str(spec.args.get("end") or "CURRENT ROW").upper()
 
 
+_POSITIONAL = (exp.RowNumber, exp.Ntile, exp.Lag, exp.Lead)
+
+
+def _call(w: exp.Window) -> exp.Expr:
+    """The function of ``w``, without its IGNORE / RESPECT NULLS."""
+    return w.this.this if isinstance(w.this, exp.IgnoreNulls | exp.RespectNulls) else w.this
+
+
+def _first_from_start(w: exp.Window) -> bool:
+    """The first row of a frame that starts at the partition's first row (and ends at the
+    current row or later): the partition's first row, whatever the frame's end."""
+    _, start, end = _frame(w)
+    return (
+        isinstance(_call(w), exp.FirstValue | exp.First | exp.AnyValue)
+        and not isinstance(w.this, exp.IgnoreNulls)
+        and start == "UNBOUNDED"
+        and end in ("CURRENT ROW", "UNBOUNDED")
+    )
+
+
 def breaks_ties(w: exp.Window) -> bool:
     """Whether ``w``'s answer depends on the order among rows tied in its ORDER BY (all rows
     of a partition, without ORDER BY) in a way an order that tells them apart fixes (see
     :func:`total_order`); raises when it depends on it in a way no such order fixes."""
-    ignore_nulls = isinstance(w.this, exp.IgnoreNulls)
-    call = w.this.this if isinstance(w.this, exp.IgnoreNulls | exp.RespectNulls) else w.this
+    call = _call(w)
     kind, start, end = _frame(w)
-    positional = isinstance(call, exp.RowNumber | exp.Ntile | exp.Lag | exp.Lead) or kind == "ROWS"
-    if positional:
+    if isinstance(call, _POSITIONAL) or kind == "ROWS":
         return True
     if _order_free(call):
         return False  # peers share one value, whatever order they come in
     if start == "UNBOUNDED" and end == "UNBOUNDED":
         return True  # the whole partition: an order that tells rows apart keeps the frame
-    first_from_start = (
-        isinstance(call, exp.FirstValue | exp.First | exp.AnyValue)
-        and not ignore_nulls
-        and start == "UNBOUNDED"
-        and end == "CURRENT ROW"
-    )
-    if first_from_start:
+    if _first_from_start(w):
         return True  # every frame starts at the partition's first row
+    if (start, end) in _RUNNING_FRAMES:
+        return True  # computed in two steps, see in_two_steps
     if _picked_in_read_order(call):
         raise NotIncremental(
             "WINDOW_TIES",
             call_name(call).upper(),
             "picks among the rows tied in its ORDER BY in the order Spark reads them "
-            "(its RANGE frame ends at the current row's last peer); recomputed FULL. "
-            "Over a ROWS frame, or a frame of the whole partition, it is maintained",
+            f"(its RANGE frame from {start} to {end} holds peers of the current row); "
+            "recomputed FULL. Over a ROWS frame, or a RANGE frame from the partition's "
+            "start or to its end, it is maintained",
         )
-    # a DOUBLE sum over such a frame rounds in the order peers come; a recomputation that
-    # rounds otherwise disagrees with the table and the refresh falls back to FULL
+    # a DOUBLE sum over a frame of a range of values rounds in the order peers come; a
+    # recomputation that rounds otherwise disagrees with the table, and the refresh falls
+    # back to FULL
     return False
+
+
+# RANGE frames from the partition's start to the current row's last peer, and from its
+# first peer to the partition's end: (start, end) as sqlglot reads them
+_RUNNING_FRAMES = (("UNBOUNDED", "CURRENT ROW"), ("CURRENT ROW", "UNBOUNDED"))
+
+
+def runs_over_peers(w: exp.Window) -> bool:
+    """Whether ``w`` is a function that depends on the order it reads its frame in, over a
+    RANGE frame from the partition's start to the current row's last peer (the default
+    with ORDER BY) or from its first peer to the end: see :func:`in_two_steps`."""
+    if w.args.get("order") is None:
+        return False
+    kind, start, end = _frame(w)
+    call = _call(w)
+    if kind == "ROWS" or (start, end) not in _RUNNING_FRAMES or isinstance(call, _POSITIONAL):
+        return False
+    return not (_order_free(call) or _first_from_start(w))
+
+
+def in_two_steps(
+    w: exp.Window, breakers: list[str], value: str, position: str
+) -> tuple[exp.Window, exp.Window, exp.Window]:
+    """``w`` (see :func:`runs_over_peers`) as the same function running over a ROWS frame
+    in an order made total by ``breakers``, the row's ``position`` in that order, and the
+    running ``value`` at the last (first) position among the row's peers.
+
+    Over a RANGE frame a row's peers (equal in the ORDER BY) are all in its frame, read in
+    whichever order Spark reads them: COLLECT_LIST lists them so, LAST_VALUE takes the
+    last one read, a DOUBLE sum rounds as they come. Running through the partition in a
+    total order, the value at the last of a peer group covers exactly the RANGE frame of
+    each of its rows (from the start to the last peer), read in one order Spark could have
+    taken. Rows equal in every column the query uses share a peer group and values, so
+    which of them is last does not matter."""
+    order = w.args["order"]
+    partition = [p.copy() for p in w.args.get("partition_by") or []]
+    keys = {p.sql("spark") for p in partition} | {o.this.sql("spark") for o in order.expressions}
+    extra = [
+        exp.Ordered(this=col(c), nulls_first=True)
+        for c in breakers
+        if col(c).sql("spark") not in keys
+    ]
+    total = exp.Order(expressions=[*(o.copy() for o in order.expressions), *extra])
+    _, start, _ = _frame(w)
+    from_start = start == "UNBOUNDED"
+    running = w.copy()
+    running.set("order", total.copy())
+    running.set(
+        "spec",
+        exp.WindowSpec(
+            kind="ROWS",
+            start="UNBOUNDED" if from_start else "CURRENT ROW",
+            start_side="PRECEDING" if from_start else None,
+            end="CURRENT ROW" if from_start else "UNBOUNDED",
+            end_side=None if from_start else "FOLLOWING",
+        ),
+    )
+    numbered = exp.Window(
+        this=exp.RowNumber(), partition_by=[p.copy() for p in partition], order=total.copy()
+    )
+    pick = exp.ArgMax if from_start else exp.ArgMin
+    at_peer = exp.Window(
+        this=pick(this=col(value), expression=col(position)),
+        partition_by=[*partition, *(o.this.copy() for o in order.expressions)],
+    )
+    return running, numbered, at_peer
 
 
 def total_order(w: exp.Window, breakers: list[str]) -> exp.Window:

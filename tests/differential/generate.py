@@ -995,7 +995,10 @@ class QueryGen:
         if chance(ch, 0.15):  # values Spark reads in no fixed order, the answer made one
             typ = self.any_type(rel.scope, (INT, DEC, STR, DATE))
             x = self.atom(rel.scope, typ)
-            over = f"OVER ({part})".replace(" )", ")")
+            order = ""
+            if chance(ch, 0.5):  # a RANGE frame to the last peer: peers in no order
+                order = f"ORDER BY {self.atom(rel.scope, self.any_type(rel.scope))}"
+            over = f"OVER ({part}{order})".replace(" )", ")")
             if chance(ch, 0.5):
                 listed = f"COLLECT_LIST(CAST({x} AS STRING)) {over}"
                 return f"ARRAY_JOIN(SORT_ARRAY({listed}), ',')", STR, True, "window_agg"

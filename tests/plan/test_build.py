@@ -705,8 +705,6 @@ def _window_orders(sql: str) -> list[str]:
         # peers share a value: their ties are the answer
         ("SELECT k, RANK() OVER (PARTITION BY k ORDER BY z) AS r FROM t0", False),
         ("SELECT k, SUM(n) OVER (PARTITION BY k ORDER BY z) AS s FROM t0", False),
-        # a DOUBLE running sum rounds in the order peers come, and is left so
-        ("SELECT k, SUM(n / 2) OVER (PARTITION BY k ORDER BY z) AS s FROM t0", False),
     ],
 )
 def test_an_order_whose_ties_change_the_answer_is_made_total(sql: str, broken: bool) -> None:
@@ -761,14 +759,50 @@ def test_a_deduplication_breaks_ties_by_every_column_it_keeps_but_its_keys() -> 
 
 
 @pytest.mark.parametrize(
+    ("sql", "picked"),
+    [
+        ("SELECT k, LAST_VALUE(n) OVER (PARTITION BY k ORDER BY z) AS l FROM t0", "MAX_BY"),
+        ("SELECT k, NTH_VALUE(n, 2) OVER (ORDER BY z) AS l FROM t0", "MAX_BY"),
+        ("SELECT k, FIRST_VALUE(n) IGNORE NULLS OVER (ORDER BY z) AS l FROM t0", "MAX_BY"),
+        ("SELECT k, COLLECT_LIST(n) OVER (PARTITION BY k ORDER BY z) AS l FROM t0", "MAX_BY"),
+        ("SELECT k, MAX_BY(n, k) OVER (PARTITION BY k ORDER BY z) AS l FROM t0", "MAX_BY"),
+        ("SELECT k, FIRST(n, true) OVER (PARTITION BY k ORDER BY z) AS l FROM t0", "MAX_BY"),
+        ("SELECT k, SUM(n / 2) OVER (PARTITION BY k ORDER BY z) AS s FROM t0", "MAX_BY"),
+        (
+            "SELECT k, COLLECT_LIST(n) OVER (PARTITION BY k ORDER BY z DESC RANGE BETWEEN "
+            "CURRENT ROW AND UNBOUNDED FOLLOWING) AS l FROM t0",
+            "MIN_BY",
+        ),
+    ],
+)
+def test_a_function_over_tied_peers_runs_in_a_total_order_read_at_the_last_peer(
+    sql: str, picked: str
+) -> None:
+    """Over a RANGE frame to the current row's last peer, a function that depends on the
+    order it reads the frame in (the last value, a list, a DOUBLE sum) runs over a ROWS
+    frame in the order made total, each row numbered in it, and every peer takes the
+    running value of the last of them (the first, for a frame from the first peer to the
+    end)."""
+    plan = build_plan(sql, SCHEMA, qualify)
+    inner, outer = [n for n in walk_post_order(plan.root) if isinstance(n, Window)]
+    running, numbered = (f.sql("spark") for f in inner.funcs)
+    assert " ROWS BETWEEN " in running and "ORDER BY c3" in running and ", c" in running
+    spec = running.split(" OVER (", 1)[1].split(" ROWS ")[0]  # PARTITION BY, ORDER BY
+    assert numbered == f"ROW_NUMBER() OVER ({spec})"  # numbered in the same order
+    (at_peer,) = (f.sql("spark") for f in outer.funcs)
+    assert (
+        at_peer
+        == f"{picked}({inner.func_columns[0]}, {inner.func_columns[1]}) OVER (PARTITION BY {'c0, ' if 'PARTITION' in sql else ''}c3)"
+    )
+
+
+@pytest.mark.parametrize(
     "sql",
     [
-        "SELECT k, LAST_VALUE(n) OVER (PARTITION BY k ORDER BY z) AS l FROM t0",
-        "SELECT k, NTH_VALUE(n, 2) OVER (ORDER BY z) AS l FROM t0",
-        "SELECT k, FIRST_VALUE(n) IGNORE NULLS OVER (ORDER BY z) AS l FROM t0",
-        "SELECT k, COLLECT_LIST(n) OVER (PARTITION BY k ORDER BY z) AS l FROM t0",
-        "SELECT k, MAX_BY(n, k) OVER (PARTITION BY k ORDER BY z) AS l FROM t0",
-        "SELECT k, FIRST(n, true) OVER (PARTITION BY k ORDER BY z) AS l FROM t0",
+        "SELECT k, COLLECT_LIST(n) OVER (PARTITION BY k ORDER BY z RANGE BETWEEN 1 PRECEDING "
+        "AND CURRENT ROW) AS l FROM t0",
+        "SELECT k, LAST_VALUE(n) OVER (ORDER BY z RANGE BETWEEN CURRENT ROW AND 2 FOLLOWING) "
+        "AS l FROM t0",
     ],
 )
 def test_a_value_picked_among_tied_peers_is_recomputed(sql: str) -> None:
