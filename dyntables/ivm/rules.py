@@ -327,14 +327,18 @@ def rel_within_change(r: Renderer, node: Node, keys: Sequence[exp.Expr], version
 
 def _trace_to_scan(node: Node, key: exp.Expr) -> tuple[Scan, str] | None:
     """The source column a bare key column of ``node`` carries unchanged, through
-    filters (which only drop rows), generators (which repeat them), windows (which add
-    columns beside it) and renaming projections."""
+    filters (which only drop rows), generators (which repeat them), windows partitioned
+    by it (whose change is the rows of the partitions their input's change touches) and
+    renaming projections. Not through a window by other keys: its change holds every row
+    of a touched partition, whatever this column's value."""
     if not isinstance(key, exp.Column) or key.table:
         return None
     name = key.name
     while True:
-        if isinstance(node, Filter) or (
-            isinstance(node, Generate | Window) and name in node.child.columns
+        if (
+            isinstance(node, Filter)
+            or (isinstance(node, Generate) and name in node.child.columns)
+            or (isinstance(node, Window) and _partitioned_by(node, name))
         ):
             node = node.child
         elif isinstance(node, Project):
@@ -348,6 +352,12 @@ def _trace_to_scan(node: Node, key: exp.Expr) -> tuple[Scan, str] | None:
             return (node, name) if name in node.out else None
         else:
             return None
+
+
+def _partitioned_by(node: Window, name: str) -> bool:
+    return any(
+        isinstance(p, exp.Column) and not p.table and p.name == name for p in node.partition_by
+    )
 
 
 def _changed_keys(

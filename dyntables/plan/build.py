@@ -1001,15 +1001,23 @@ class _Builder:
                 "which Spark cannot order; recomputed FULL",
             )
         funcs: list[exp.Expr] = []
+        running: list[exp.Expr] = []  # the first steps of functions over tied peers
+        running_cols: list[str] = []
+        running_by: list[list[exp.Expr]] = []
         for w in windows:
             if not runs_over_peers(w):
                 funcs.append(total_order(w.copy(), breakers))
                 continue
             value, position = self.fresh(), self.fresh()
-            running, numbered, at_peer = in_two_steps(w, breakers, value, position)
-            own = tuple(p.copy() for p in w.args.get("partition_by") or [])
-            node = Window(node, own, (running, numbered), (value, position))
+            run, numbered, at_peer = in_two_steps(w, breakers, value, position)
+            running += [run, numbered]
+            running_cols += [value, position]
+            running_by.append(list(w.args.get("partition_by") or []))
             funcs.append(at_peer)
+        if running:  # one window below for all of them: one more level, however many
+            shared = set.intersection(*({p.sql("spark") for p in by} for by in running_by))
+            below = tuple(p.copy() for p in running_by[0] if p.sql("spark") in shared)
+            node = Window(node, below, tuple(running), tuple(running_cols))
         window_node = Window(node, partition_by, tuple(funcs), func_cols)
         mapping = {id(w): c for w, c in zip(windows, func_cols, strict=True)}
 
