@@ -546,78 +546,61 @@ def test_rows_tied_in_a_deduplication_are_ranked_the_same_every_time(lh: Lakehou
         assert rows(lh.sql(f"SELECT * FROM {latest} WHERE id = 2")) == [(2, "a")]
 
 
-def test_values_read_in_order_over_a_partition_survive_a_compaction(lh: Lakehouse, unique) -> None:
-    """A list collected over a partition, its first value, a MAX_BY whose orderings all
-    tie, a DOUBLE sum that rounds in the order it adds: each is whatever Spark reads first
-    or how it reads the partition's rows. A compaction puts the rows in another order, so
-    a refresh recomputing the touched partition as it was got other rows than the table
-    held and fell back to FULL (the table and the delta disagreed). Ordered by every
-    column the query uses, the build and every recomputation read it the same way."""
-    src, dt, twin = unique("events"), unique("per_k"), unique("twin")
-    lh.sql(f"CREATE TABLE {src} (k INT, n INT, v DOUBLE)")
-    for n, v in ((5, 1e16), (7, 1.0), (3, -1e16), (8, 1.0), (2, 0.5)):  # one file each
-        lh.sql(f"INSERT INTO {src} VALUES (1, {n}, {v}), (2, {n}, {v})")
-    query = f"""
-        SELECT k, n, collect_list(n) OVER (PARTITION BY k) AS ns,
-               first(n) OVER (PARTITION BY k) AS f,
-               max_by(n, k) OVER (PARTITION BY k) AS m,
-               sum(v) OVER (PARTITION BY k) AS s
-        FROM {src}"""
-    lh.sql(f"CREATE DYNAMIC TABLE {dt} AS {query}")
-    lh.sql(
-        f"CALL lakehouse.system.rewrite_data_files(table => 'public.{src}', "
-        "options => map('min-input-files', '2'))"
-    )
-    lh.sql(f"INSERT INTO {src} VALUES (1, 1, 2.0)")
-    assert _refresh(lh, dt) == ("INCREMENTAL", 6, 5)
-    # the table holds what a build from scratch holds now, k = 2 untouched included
-    lh.sql(f"CREATE DYNAMIC TABLE {twin} AS {query}")
-    assert rows(lh.sql(f"SELECT * FROM {dt}")) == rows(lh.sql(f"SELECT * FROM {twin}"))
-    # and the values are the query's, up to the order it has none of
-    picked = lh.sql(
-        f"SELECT DISTINCT k, array_join(sort_array(ns), ','), array_contains(ns, f), "
-        f"array_contains(ns, m) FROM {dt}"
-    )
-    assert rows(picked) == [(1, "1,2,3,5,7,8", True, True), (2, "2,3,5,7,8", True, True)]
-
-
-def test_values_over_tied_peers_survive_a_compaction(lh: Lakehouse, unique) -> None:
-    """Events so far (COLLECT_LIST ... ORDER BY ts), the last value so far (LAST_VALUE),
-    a DOUBLE running sum: over the default RANGE frame every row tied on ts is in the
-    frame, read in whichever order Spark reads them. They run in an order made total,
-    and each tied row takes the value at the last of them: the build and a refresh after
-    a compaction agree. These refreshed FULL (LAST_VALUE, WINDOW_TIES) or fell back to
-    FULL (the table and the delta disagreed)."""
-    src, dt, twin = unique("events"), unique("so_far"), unique("twin")
+def test_values_read_in_order_survive_a_compaction(lh: Lakehouse, unique) -> None:
+    """A list collected over a partition, its first (last so far) value, a MAX_BY whose
+    orderings all tie, a DOUBLE sum that rounds in the order it adds: each is whatever
+    Spark reads first, or how it reads the partition's rows (or, over the default RANGE
+    frame with ORDER BY, a row's tied peers). A compaction puts the rows in another
+    order, so a refresh recomputing the touched partition as it was got other rows than
+    the table held and fell back to FULL (the table and the delta disagreed), and
+    LAST_VALUE refreshed FULL (WINDOW_TIES). Ordered by every column the query uses (over
+    tied peers: running in that order, each peer taking the value at the last of them),
+    the build and every recomputation read them the same way."""
+    src, whole, so_far = unique("events"), unique("per_k"), unique("so_far")
     lh.sql(f"CREATE TABLE {src} (k INT, n INT, ts INT, v DOUBLE)")
     for n, ts, v in ((5, 1, 1e16), (7, 1, 1.0), (3, 2, -1e16), (8, 2, 1.0), (2, 2, 0.5)):
         lh.sql(f"INSERT INTO {src} VALUES (1, {n}, {ts}, {v}), (2, {n}, {ts}, {v})")
-    query = f"""
-        SELECT k, n, collect_list(n) OVER (PARTITION BY k ORDER BY ts) AS so_far,
-               last_value(n) OVER (PARTITION BY k ORDER BY ts) AS last_n,
-               sum(v) OVER (PARTITION BY k ORDER BY ts) AS running
-        FROM {src}"""
-    lh.sql(f"CREATE DYNAMIC TABLE {dt} AS {query}")
+    over = {whole: "PARTITION BY k", so_far: "PARTITION BY k ORDER BY ts"}
+    queries = {
+        dt: f"""SELECT k, n, ts, collect_list(n) OVER ({w}) AS ns,
+                   {"first" if dt == whole else "last_value"}(n) OVER ({w}) AS f,
+                   max_by(n, k) OVER ({w}) AS m, sum(v) OVER ({w}) AS s
+                FROM {src}"""
+        for dt, w in over.items()
+    }
+    for dt, query in queries.items():
+        lh.sql(f"CREATE DYNAMIC TABLE {dt} AS {query}")
     lh.sql(
         f"CALL lakehouse.system.rewrite_data_files(table => 'public.{src}', "
         "options => map('min-input-files', '2'))"
     )
     lh.sql(f"INSERT INTO {src} VALUES (1, 1, 2, 2.0)")
-    assert _refresh(lh, dt) == ("INCREMENTAL", 4, 3)  # ts = 1's rows keep theirs
-    lh.sql(f"CREATE DYNAMIC TABLE {twin} AS {query}")
-    assert rows(lh.sql(f"SELECT * FROM {dt}")) == rows(lh.sql(f"SELECT * FROM {twin}"))
-    # each row's frame holds the rows up to its last peer, and its last value is one of
-    # the last peers'
-    assert rows(
-        lh.sql(
-            f"SELECT DISTINCT k, n IN (5, 7), array_join(sort_array(so_far), ','), "
-            f"last_n IN (5, 7) OR last_n IN (1, 2, 3, 8) AND n NOT IN (5, 7) FROM {dt}"
-        )
-    ) == [
-        (1, False, "1,2,3,5,7,8", True),
-        (1, True, "5,7", True),
-        (2, False, "2,3,5,7,8", True),
-        (2, True, "5,7", True),
+    assert _refresh(lh, whole) == ("INCREMENTAL", 6, 5)
+    assert _refresh(lh, so_far) == ("INCREMENTAL", 4, 3)  # ts = 1's rows keep theirs
+    for dt, query in queries.items():  # what a build from scratch holds now
+        twin = unique("twin")
+        lh.sql(f"CREATE DYNAMIC TABLE {twin} AS {query}")
+        assert rows(lh.sql(f"SELECT * FROM {dt}")) == rows(lh.sql(f"SELECT * FROM {twin}"))
+    # and the values are the query's, up to the order it has none of: over the partition,
+    # or up to a row's last peer (its last value one of its peers')
+    picked = (
+        "SELECT DISTINCT k, {}, array_join(sort_array(ns), ','), array_contains(ns, f), "
+        "array_contains(ns, m) FROM {}"
+    )
+    peers = "ts = 1 AND f IN (5, 7) OR ts = 2 AND f NOT IN (5, 7)"
+    assert rows(lh.sql(picked.format("ts = 2", whole))) == [
+        (1, False, "1,2,3,5,7,8", True, True),
+        (1, True, "1,2,3,5,7,8", True, True),
+        (2, False, "2,3,5,7,8", True, True),
+        (2, True, "2,3,5,7,8", True, True),
+    ]
+    assert rows(lh.sql(picked.format(peers, so_far) + " WHERE ts = 1")) == [
+        (1, True, "5,7", True, True),
+        (2, True, "5,7", True, True),
+    ]
+    assert rows(lh.sql(picked.format(peers, so_far) + " WHERE ts = 2")) == [
+        (1, True, "1,2,3,5,7,8", True, True),
+        (2, True, "2,3,5,7,8", True, True),
     ]
 
 
