@@ -261,10 +261,9 @@ SHAPES = (
 )
 
 REJECTED_KINDS = (
-    "count_distinct",
     "scalar_non_equi",
     "outer_non_equi",
-    "bool_agg",
+    "any_p",
 )
 
 
@@ -1152,14 +1151,10 @@ class QueryGen:
                 set(),
                 rel.tables | inner.tables,
             )
-        elif kind in ("count_distinct", "bool_agg"):
+        elif kind == "any_p":  # ANY(p), which sqlglot reads as a quantified comparison
             rel = self.from_clause(1)
             key = self.key_of(rel.scope)
-            typ = self.any_type(rel.scope)
-            if kind == "count_distinct":
-                agg, atyp = f"COUNT(DISTINCT {self.atom(rel.scope, typ)})", BIGINT
-            else:
-                agg, atyp = f"bool_or({self.pred(rel.scope, 0)})", "BOOLEAN"
+            agg, atyp = f"ANY({self.pred(rel.scope, 0)})", "BOOLEAN"
             q = Query(
                 f"SELECT {key.sql} AS c0, {agg} AS c1 FROM {rel.from_sql} GROUP BY {key.sql}",
                 [Col("c0", key.type, key.key), Col("c1", atyp)],
