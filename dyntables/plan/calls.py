@@ -36,10 +36,12 @@ ANONYMOUS_AGGREGATES = frozenset(
 #
 # FIRST, LAST and ANY_VALUE take the row Spark reads first or last, COLLECT_LIST and
 # COLLECT_SET list the values in the order it reads them, MAX_BY, MIN_BY and MODE pick
-# among tied rows in that order, and PERCENTILE_APPROX's summary merges in that order: over the same rows two runs of the query may give two of its
-# answers. The state keeps the answer the group was given, and a touched group gets one
-# of the answers the query has for its new rows, as a FULL refresh would; an untouched
-# group keeps its own.
+# among tied rows in that order, and PERCENTILE_APPROX's summary merges in that order:
+# over the same rows two runs of the query may give two of its answers. The state keeps
+# the answer the group was given, and a touched group gets one of the answers the query
+# has for its new rows, as a FULL refresh would; an untouched group keeps its own.
+# the aggregates Spark lets skip NULLs (IGNORE NULLS, or a second argument true)
+_TAKES_NULLS = (exp.First, exp.Last, exp.AnyValue, exp.FirstValue, exp.LastValue)
 RECOMPUTED_AGGS: dict[type[exp.Expr], frozenset[str]] = {
     **{
         t: frozenset({"this"})
@@ -81,8 +83,7 @@ RECOMPUTED_AGGS: dict[type[exp.Expr], frozenset[str]] = {
     exp.ArgMax: frozenset({"this", "expression"}),
     exp.ArgMin: frozenset({"this", "expression"}),
     exp.Mode: frozenset({"this"}),
-    **{t: frozenset({"this"}) for t in (exp.First, exp.Last, exp.AnyValue)},
-    **{t: frozenset({"this"}) for t in (exp.FirstValue, exp.LastValue)},
+    **dict.fromkeys(_TAKES_NULLS, frozenset({"this"})),
     exp.ArrayAgg: frozenset({"this", "nulls_excluded"}),  # COLLECT_LIST
     exp.ArrayUniqueAgg: frozenset({"this"}),  # COLLECT_SET
     # HyperLogLog++ registers are the maximum over the rows' hashes: the estimate is a
@@ -91,9 +92,6 @@ RECOMPUTED_AGGS: dict[type[exp.Expr], frozenset[str]] = {
 }
 # the same, among the aggregates sqlglot reads as plain calls: name -> arguments
 RECOMPUTED_CALLS = {"std": 1, "every": 1, "some": 1, "try_sum": 1, "try_avg": 1}
-
-# the aggregates Spark lets skip NULLs (IGNORE NULLS, or a second argument true)
-_TAKES_NULLS = (exp.First, exp.Last, exp.AnyValue, exp.FirstValue, exp.LastValue)
 
 # aggregates whose value over no rows is 0, not NULL
 COUNTS = (exp.Count, exp.CountIf, exp.RegrCount, exp.ApproxDistinct)

@@ -45,8 +45,9 @@ _ORDER_FREE = (
 )
 _EXACT_WHEN_TYPED = (exp.Sum, exp.Min, exp.Max)
 # ... and those whose value is what Spark read first or last among the frame's rows, in
-# the order it read them, or a tie among them: a frame that ends at the current row's last
-# peer holds peers in no order, which no tie-breaker can fix without changing the frame
+# the order it read them, or a tie among them: a RANGE frame of a range of values
+# (``1 PRECEDING``) holds peers in no order, which no tie-breaker can fix without changing
+# the frame
 _PICKED_IN_READ_ORDER = (
     exp.First,
     exp.Last,
@@ -164,6 +165,30 @@ def runs_over_peers(w: exp.Window) -> bool:
     return not (_order_free(call) or _first_from_start(w))
 
 
+def _tie_breakers(w: exp.Window, breakers: list[str]) -> list[exp.Ordered]:
+    """``breakers`` as ORDER BY items, but those ``w`` already partitions or orders by."""
+    keys = {p.sql("spark") for p in w.args.get("partition_by") or []}
+    order = w.args.get("order")
+    if order is not None:
+        keys |= {o.this.sql("spark") for o in order.expressions}
+    return [
+        exp.Ordered(this=col(c), nulls_first=True)
+        for c in breakers
+        if col(c).sql("spark") not in keys
+    ]
+
+
+def _rows(start: str, end: str) -> exp.WindowSpec:
+    """``ROWS BETWEEN start AND end``, each ``UNBOUNDED`` (at its end) or ``CURRENT ROW``."""
+    return exp.WindowSpec(
+        kind="ROWS",
+        start=start,
+        start_side="PRECEDING" if start == "UNBOUNDED" else None,
+        end=end,
+        end_side="FOLLOWING" if end == "UNBOUNDED" else None,
+    )
+
+
 def in_two_steps(
     w: exp.Window, breakers: list[str], value: str, position: str
 ) -> tuple[exp.Window, exp.Window, exp.Window]:
@@ -180,27 +205,14 @@ def in_two_steps(
     which of them is last does not matter."""
     order = w.args["order"]
     partition = [p.copy() for p in w.args.get("partition_by") or []]
-    keys = {p.sql("spark") for p in partition} | {o.this.sql("spark") for o in order.expressions}
-    extra = [
-        exp.Ordered(this=col(c), nulls_first=True)
-        for c in breakers
-        if col(c).sql("spark") not in keys
-    ]
-    total = exp.Order(expressions=[*(o.copy() for o in order.expressions), *extra])
-    _, start, _ = _frame(w)
+    total = exp.Order(
+        expressions=[*(o.copy() for o in order.expressions), *_tie_breakers(w, breakers)]
+    )
+    _, start, end = _frame(w)
     from_start = start == "UNBOUNDED"
     running = w.copy()
     running.set("order", total.copy())
-    running.set(
-        "spec",
-        exp.WindowSpec(
-            kind="ROWS",
-            start="UNBOUNDED" if from_start else "CURRENT ROW",
-            start_side="PRECEDING" if from_start else None,
-            end="CURRENT ROW" if from_start else "UNBOUNDED",
-            end_side=None if from_start else "FOLLOWING",
-        ),
-    )
+    running.set("spec", _rows(start, end))
     numbered = exp.Window(
         this=exp.RowNumber(), partition_by=[p.copy() for p in partition], order=total.copy()
     )
@@ -232,20 +244,13 @@ def total_order(w: exp.Window, breakers: list[str]) -> exp.Window:
     Functions whose peers share one value (RANK, exact aggregates over RANGE frames) keep
     their order: breaking their ties would change the answer. FIRST_VALUE from the
     partition's start is the first row whatever the frame's end; LAST_VALUE, NTH_VALUE,
-    COLLECT_LIST, MAX_BY and the like over a frame that ends at the current row's last
-    peer pick among the peers in the frame and would change too: refused (FULL
-    recomputes all at once, one order)."""
+    COLLECT_LIST, MAX_BY and the like over a RANGE frame to the current row's last peer
+    are computed in two steps (:func:`in_two_steps`), over a RANGE frame of a range of
+    values refused (FULL recomputes all at once, one order)."""
     if not breakers or not breaks_ties(w):
         return w
     order = w.args.get("order")
-    keys = {p.sql("spark") for p in w.args.get("partition_by") or []}
-    if order is not None:
-        keys |= {o.this.sql("spark") for o in order.expressions}
-    extra = [
-        exp.Ordered(this=col(c), nulls_first=True)
-        for c in breakers
-        if col(c).sql("spark") not in keys
-    ]
+    extra = _tie_breakers(w, breakers)
     if not extra:
         return w  # the partition's rows are equal in every column the query uses
     if order is not None:
@@ -254,16 +259,7 @@ def total_order(w: exp.Window, breakers: list[str]) -> exp.Window:
     w.set("order", exp.Order(expressions=extra))
     kind, _, _ = _frame(w)
     if kind != "ROWS":  # ordered, the default frame would end at the current row
-        w.set(
-            "spec",
-            exp.WindowSpec(
-                kind="ROWS",
-                start="UNBOUNDED",
-                start_side="PRECEDING",
-                end="UNBOUNDED",
-                end_side="FOLLOWING",
-            ),
-        )
+        w.set("spec", _rows("UNBOUNDED", "UNBOUNDED"))
     return w
 
 
