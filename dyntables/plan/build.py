@@ -763,11 +763,11 @@ class _Builder:
                 and _aggregates(body.expressions[0])
             )
             try:
-                joined = subquery.scalar_join(body, outer_aliases, one_aggregate)
+                joined = subquery.scalar_join(body, outer_aliases, one_aggregate, select)
             except subquery.Unsupported as exc:
                 raise NotIncremental(exc.code, "scalar subquery", exc.detail) from None
             if id(sq) in joined_above and joined.outer_keys:
-                raise NotIncremental(
+                raise NotIncremental(  # Spark refuses it as well
                     "SUBQUERY_EXPRESSION",
                     "scalar subquery",
                     "a correlated scalar subquery in the select list or HAVING of an "
@@ -781,14 +781,9 @@ class _Builder:
             if id(sq) in joined_above:
                 late[(name, subquery.VALUE)] = (right, right.columns[0])
             elif keys:
-                node = Join(
-                    "left",
-                    node,
-                    right,
-                    tuple(self.expr(k, scope) for k in joined.outer_keys),
-                    tuple(col(c) for c in right.columns[:keys]),
-                    None,
-                )
+                outer = [self.expr(k, scope) for k in joined.outer_keys]
+                lkeys, rkeys = self._scalar_keys(joined, outer, right.columns[:keys])
+                node = Join("left", node, right, lkeys, rkeys, None)
             else:
                 node = Join("inner", node, right, (), (), None)
             if id(sq) not in joined_above:
@@ -797,6 +792,31 @@ class _Builder:
                     scope[(name, subquery.MARKER)] = right.columns[keys + 1]
             sq.replace(subquery.valued(name, joined.empty))
         return node, scope, select, late
+
+    def _scalar_keys(
+        self, joined: subquery.ScalarJoin, outer: list[exp.Expr], columns: tuple[str, ...]
+    ) -> tuple[tuple[exp.Expr, ...], tuple[exp.Expr, ...]]:
+        """The keys a scalar subquery's groups are joined on: ``outer``, the outer keys
+        over the node they are joined to, and the group's ``columns``; compared as ``<=>``
+        when the correlation may hold for a NULL."""
+        if not joined.null_safe:
+            return tuple(outer), tuple(col(c) for c in columns)
+        lkeys: list[exp.Expr] = []
+        rkeys: list[exp.Expr] = []
+        for written, left, name in zip(joined.outer_keys, outer, columns, strict=True):
+            left, right = left.copy(), col(name)
+            left.type = right.type = written.type
+            pairs = subquery.null_safe_keys(left, right)
+            if pairs is None:
+                raise NotIncremental(
+                    "KEY_TYPES",
+                    "scalar subquery",
+                    f"cannot tell the type of {written.sql('spark')[:60]}, which the "
+                    "subquery is correlated with; recomputed",
+                )
+            lkeys += [a for a, _ in pairs]
+            rkeys += [b for _, b in pairs]
+        return tuple(lkeys), tuple(rkeys)
 
     # -- time buckets --------------------------------------------------------------------
     def _time_window(

@@ -93,12 +93,28 @@ def _nulls_option_after_filter(node: exp.Expr) -> exp.Expr:
     return node
 
 
+def _any_as_bool_or(node: exp.Expr) -> exp.Expr:
+    """Spark's aggregate ``ANY(p)`` (BOOL_OR's other name), which sqlglot reads as the
+    quantifier of a comparison (``x LIKE ANY (...)``, ``x = ANY (subquery)``): as
+    BOOL_OR, which it is, where no comparison takes it."""
+    if (
+        isinstance(node, exp.Any)
+        and not isinstance(node.parent, exp.Predicate)
+        and not isinstance(node.this, exp.Query | exp.Subquery | exp.Tuple)
+    ):
+        arg = node.this.unnest() if isinstance(node.this, exp.Paren) else node.this
+        return exp.LogicalOr(this=arg.copy())
+    return node
+
+
 def parse_query(text: str) -> exp.Query:
     """Parse a DT's defining query; it must be a SELECT (or set operation of SELECTs)."""
     protected = _protect_window_function(text)
     try:
         trees = [
-            t.transform(_restore_window_function).transform(_nulls_option_after_filter)
+            t.transform(_restore_window_function)
+            .transform(_nulls_option_after_filter)
+            .transform(_any_as_bool_or)
             for t in sqlglot.parse(protected, read="spark")
             if t is not None
         ]

@@ -35,6 +35,8 @@ from dyntables.plan.calls import over_no_rows
 # table alias of the user's (sqlglot's qualify names sources after their tables)
 SUBQUERY_ALIAS = "__dyntables_sq"
 KEY = "__k"
+# the distinct outer values a subquery correlated by more than equalities is joined with
+VALUES_ALIAS = "__dyntables_outer"
 VALUE = "v"
 MARKER = "n"
 
@@ -57,6 +59,8 @@ class ScalarJoin:
     body: exp.Select
     outer_keys: tuple[exp.Expr, ...]
     empty: exp.Expr | None
+    # the keys meet as ``<=>`` does, NULL equal to NULL (see _join_by_outer_values)
+    null_safe: bool = False
 
 
 def scalar_subqueries(root: exp.Expr) -> Iterator[exp.Subquery]:
@@ -74,10 +78,12 @@ def scalar_subqueries(root: exp.Expr) -> Iterator[exp.Subquery]:
         stack.extend(n.iter_expressions())
 
 
-def scalar_join(query: exp.Expr, outer_aliases: set[str], aggregates: bool) -> ScalarJoin:
+def scalar_join(
+    query: exp.Expr, outer_aliases: set[str], aggregates: bool, outer: exp.Select
+) -> ScalarJoin:
     """``query`` (a scalar subquery's body) as a join; ``outer_aliases``: the table
-    aliases of the enclosing SELECT; ``aggregates``: whether its one expression is an
-    aggregate of this SELECT (the builder knows which calls are aggregates)."""
+    aliases of the enclosing SELECT, ``outer``; ``aggregates``: whether its one expression
+    is an aggregate of this SELECT (the builder knows which calls are aggregates)."""
     if not isinstance(query, exp.Select):
         raise Unsupported("SUBQUERY_EXPRESSION", "a scalar subquery that is a set operation")
     if len(query.expressions) != 1 or not aggregates:
@@ -112,11 +118,7 @@ def scalar_join(query: exp.Expr, outer_aliases: set[str], aggregates: bool) -> S
             continue
         pair = _correlation(conj, outer_aliases, inner)
         if pair is None:
-            raise Unsupported(
-                "CORRELATED_NON_EQUI",
-                f"scalar subquery correlated by {conj.sql('spark')[:60]}; only equalities "
-                "between the subquery's columns and the outer query's are maintained",
-            )
+            return _join_by_outer_values(query, outer_aliases, inner, outer)
         inner_keys.append(pair[0])
         outer_keys.append(pair[1])
     differ = keys_differ(list(zip(outer_keys, inner_keys, strict=True)), by_value=True)
@@ -134,6 +136,74 @@ def scalar_join(query: exp.Expr, outer_aliases: set[str], aggregates: bool) -> S
     if inner_keys:
         body.set("group", exp.Group(expressions=[k.copy() for k in inner_keys]))
     return ScalarJoin(body, tuple(outer_keys), empty)
+
+
+def _join_by_outer_values(
+    query: exp.Select, outer_aliases: set[str], inner: set[str], outer: exp.Select
+) -> ScalarJoin:
+    """A subquery correlated by more than equalities (``s.ts <= t.ts``, ``s.k <=> t.k``)
+    has no inner key to group by: its value is a function of the outer columns it reads.
+    So those columns' distinct values (from the outer FROM clause, a superset of the rows
+    that ask) are joined with the subquery's FROM on its correlation, and the value is
+    aggregated per distinct value; the outer rows LEFT-join that on their values, NULL
+    equal to NULL (a correlation may hold for a NULL, as ``<=>`` does). A value no inner
+    row meets has no group, and the outer row gets the value over no rows, as in the
+    equality case. A change of the subquery's table re-joins it with every distinct
+    value its condition can meet; a new outer value is joined with the subquery's table."""
+    from_ = outer.args.get("from_") or outer.args.get("from")
+    assert from_ is not None  # the builder refuses a SELECT without FROM before this
+    joins = outer.args.get("joins") or []
+    named = {s.this.alias_or_name.lower() for s in [from_, *joins]}
+    columns: dict[tuple[str, str], exp.Column] = {}
+    where = query.args.get("where")
+    assert where is not None  # only a correlation outside the equalities leads here
+    for c in _outer_columns(where, outer_aliases, inner):
+        columns.setdefault((c.table.lower(), c.name.lower()), c)
+    foreign = [c for (t, _), c in columns.items() if t not in named]
+    if foreign:
+        raise Unsupported(
+            "CORRELATED_NON_EQUI",
+            f"a scalar subquery correlated by more than equalities reads "
+            f"{foreign[0].sql('spark')}, which is not a column of the outer FROM clause's "
+            "tables",
+        )
+    names = {k: f"{KEY}{i}" for i, k in enumerate(columns)}
+    values = (
+        exp.select(*(exp.alias_(c.copy(), names[k]) for k, c in columns.items()))
+        .from_(from_.this.copy())
+        .distinct()
+    )
+    values.set("joins", [j.copy() for j in joins])
+    body = query.copy()
+    for c in list(body.find_all(exp.Column)):
+        key = (c.table.lower(), c.name.lower())
+        if key in names and c.table.lower() not in inner:
+            typed = exp.column(names[key], table=VALUES_ALIAS)
+            typed.type = c.type
+            c.replace(typed)
+    local: list[exp.Expr] = []
+    correlation: list[exp.Expr] = []
+    body_where = body.args.get("where")
+    for conj in conjuncts(body_where.this if body_where is not None else None):
+        seen = any(t.table == VALUES_ALIAS for t in conj.find_all(exp.Column))
+        (correlation if seen else local).append(conj)
+    joined = exp.Join(
+        this=exp.Subquery(this=values, alias=exp.TableAlias(this=exp.to_identifier(VALUES_ALIAS))),
+        on=exp.and_(*correlation),
+    )
+    body.set("joins", [*(body.args.get("joins") or []), joined])
+    keys = [exp.column(names[k], table=VALUES_ALIAS) for k in columns]
+    value = body.expressions[0].unalias()
+    empty = empty_value(value)
+    items: list[exp.Expr] = [exp.alias_(k.copy(), k.name) for k in keys]
+    items.append(exp.alias_(value.copy(), VALUE))
+    if empty is not None:
+        items.append(exp.alias_(exp.Count(this=exp.Star()), MARKER))
+    body.set("expressions", items)
+    body.set("where", exp.Where(this=exp.and_(*local)) if local else None)
+    body.set("order", None)
+    body.set("group", exp.Group(expressions=keys))
+    return ScalarJoin(body, tuple(c.copy() for c in columns.values()), empty, null_safe=True)
 
 
 def empty_value(value: exp.Expr) -> exp.Expr | None:

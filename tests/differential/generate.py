@@ -261,9 +261,9 @@ SHAPES = (
 )
 
 REJECTED_KINDS = (
-    "scalar_non_equi",
+    "tablesample",
+    "key_types",
     "outer_non_equi",
-    "any_p",
 )
 
 
@@ -548,8 +548,8 @@ class QueryGen:
 
     def scalar(self, rel: Rel, correlated: bool | None = None) -> tuple[str, str, bool]:
         """(SQL, type, exact) of a scalar subquery aggregating a table: uncorrelated (one
-        row, even over no rows), or correlated with ``rel`` by equalities (no matching
-        rows: COUNT 0, anything else NULL)."""
+        row, even over no rows), or correlated with ``rel`` by equalities or comparisons
+        (no matching rows: COUNT 0, anything else NULL)."""
         ch = self.ch
         inner = self.scan(pick(ch, self.tables))
         rel.tables |= inner.tables
@@ -561,7 +561,11 @@ class QueryGen:
         if correlated if correlated is not None else chance(ch, 0.6):
             rel.tags.add("correlated_subquery")
             for _ in range(1 + chance(ch, 0.2)):
-                conj.append(f"{self.key_of(inner.scope).sql} = {self.key_of(rel.scope).sql}")
+                op = "="
+                if chance(ch, 0.3):  # no inner key: aggregated per distinct outer value
+                    rel.tags.add("correlated_by_range")
+                    op = pick(ch, ["<", ">=", "<>", "<=>"])
+                conj.append(f"{self.key_of(inner.scope).sql} {op} {self.key_of(rel.scope).sql}")
         if chance(ch, 0.4):
             conj.append(self.pred(inner.scope, 0))
         where = f" WHERE {' AND '.join(conj)}" if conj else ""
@@ -858,7 +862,7 @@ class QueryGen:
             sort = pick(ch, ["SORT_ARRAY(COLLECT_SET", "ARRAY_SORT(COLLECT_LIST"])
             return f"ARRAY_JOIN({sort}(CAST({x} AS STRING))), ',')", STR, True
         if kind == "bool":
-            func = pick(ch, ["BOOL_AND", "BOOL_OR", "EVERY", "SOME"])
+            func = pick(ch, ["BOOL_AND", "BOOL_OR", "EVERY", "SOME", "ANY"])
             return f"CAST({func}({self.pred(scope, 0)}) AS INT)", INT, True
         if kind == "count_if":
             return f"COUNT_IF({self.pred(scope, 0)})", BIGINT, True
@@ -1139,27 +1143,26 @@ class QueryGen:
         ch = self.ch
         kind = pick(ch, REJECTED_KINDS)
         tags = {"rejected", f"rejected:{kind}"}
-        if kind == "scalar_non_equi":
-            rel = self.from_clause(1)
-            inner = self.scan(pick(ch, self.tables))
-            ok, ik = self.key_of(rel.scope), self.key_of(inner.scope)
-            cond = f"{ok.sql} >= (SELECT MIN({ik.sql}) FROM {inner.from_sql} WHERE {ik.sql} < {ok.sql})"
+        if kind == "tablesample":  # every row, but a sample has no delta rule
+            rel = self.scan(pick(ch, self.tables))
             items, cols = self.projection(rel.scope)
             q = Query(
-                f"SELECT {', '.join(items)} FROM {rel.from_sql} WHERE {cond}",
+                f"SELECT {', '.join(items)} FROM {rel.from_sql.replace(' AS ', ' TABLESAMPLE (100 PERCENT) AS ')}",
                 cols,
                 set(),
-                rel.tables | inner.tables,
-            )
-        elif kind == "any_p":  # ANY(p), which sqlglot reads as a quantified comparison
-            rel = self.from_clause(1)
-            key = self.key_of(rel.scope)
-            agg, atyp = f"ANY({self.pred(rel.scope, 0)})", "BOOLEAN"
-            q = Query(
-                f"SELECT {key.sql} AS c0, {agg} AS c1 FROM {rel.from_sql} GROUP BY {key.sql}",
-                [Col("c0", key.type, key.key), Col("c1", atyp)],
-                set(),
                 rel.tables,
+            )
+        elif kind == "key_types":  # a string beside a number: '1' and '1.0' meet 1.0
+            left, right = self.scan(pick(ch, self.tables)), self.scan(pick(ch, self.tables))
+            lk, rk = self.key_of(left.scope), self.key_of(right.scope)
+            cond = f"CAST({lk.sql} AS STRING) = CAST({rk.sql} AS DOUBLE)"
+            items, cols = self.projection(left.scope + right.scope)
+            q = Query(
+                f"SELECT {', '.join(items)} FROM {left.from_sql} LEFT JOIN {right.from_sql} "
+                f"ON {cond}",
+                cols,
+                {"left_join"},
+                left.tables | right.tables,
             )
         else:  # outer_non_equi: no equality to key the match by
             left, right = self.scan(pick(ch, self.tables)), self.scan(pick(ch, self.tables))

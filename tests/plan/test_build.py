@@ -194,9 +194,6 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
             "SELECT * FROM t1 WHERE window(CAST(s AS TIMESTAMP), '1 hour').start > '2024-01-01'",
             "TIME_WINDOW",
         ),
-        # ANY, which sqlglot reads as a quantified comparison: not a projection, whose
-        # delta rule would aggregate the changed rows alone
-        ("SELECT any(n > 0) AS e FROM t0", "AGGREGATE_FUNCTION"),
         # generators the compiler does not model: unnamed over an argument of a type it
         # cannot tell, or whose names a reader took before the type corrected them,
         # inside an expression, beside an aggregate or a window function, a map's
@@ -209,15 +206,17 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
         ("SELECT k, explode(m) AS (a, b) FROM t0", "MAP_COLUMN"),
         ("SELECT k, n FROM t0 TABLESAMPLE (50 PERCENT)", "TABLESAMPLE"),
         ("SELECT a.k FROM t0 AS a TABLESAMPLE (2 ROWS) JOIN t1 ON a.k = t1.k", "TABLESAMPLE"),
-        # scalar subqueries that may return other than one row, or correlated otherwise
-        # than by equalities, or correlated above an aggregate
+        # scalar subqueries that may return other than one row, whose value reads the
+        # outer row or sits above an aggregate (Spark refuses both), or is correlated
+        # with a generated column
         ("SELECT k, (SELECT s FROM t1 WHERE t1.k = t0.k) AS m FROM t0", "SUBQUERY_EXPRESSION"),
         ("SELECT k, (SELECT MAX(s) FROM t1 GROUP BY k) AS m FROM t0", "SUBQUERY_EXPRESSION"),
+        ("SELECT k, (SELECT MAX(t1.k) + t0.n FROM t1) AS m FROM t0", "CORRELATED_NON_EQUI"),
         (
-            "SELECT k FROM t0 WHERE n > (SELECT MIN(t1.k) FROM t1 WHERE t1.k > t0.k)",
+            "SELECT t0.k, (SELECT COUNT(*) FROM t1 WHERE t1.k < g.i) AS c "
+            "FROM t0 LATERAL VIEW explode(sequence(1, t0.n)) g AS i",
             "CORRELATED_NON_EQUI",
         ),
-        ("SELECT k, (SELECT MAX(t1.k) + t0.n FROM t1) AS m FROM t0", "CORRELATED_NON_EQUI"),
         (
             "SELECT k, COUNT(*) AS c FROM t0 GROUP BY k "
             "HAVING COUNT(*) > (SELECT COUNT(*) FROM t1 WHERE t1.k = t0.k)",
@@ -438,6 +437,37 @@ def test_a_correlated_sum_needs_no_marker() -> None:
     (agg,) = [n for n in walk_post_order(plan.root) if isinstance(n, Aggregate)]
     assert [a.func for a in agg.aggs] == ["sum"]
     assert "CASE" not in plan.root.exprs[1].sql("spark")  # type: ignore[attr-defined]
+
+
+def test_a_scalar_subquery_correlated_by_a_range_aggregates_per_distinct_outer_value() -> None:
+    """No inner key to group by: the outer columns the correlation reads, distinct, are
+    joined with the subquery's table on it and grouped; the outer rows meet their group
+    NULL-safely (two keys per column: whether it is NULL, and its value or a stand-in)."""
+    plan = build_plan(
+        "SELECT t0.k, (SELECT COUNT(*) FROM t1 WHERE t1.k = t0.k AND t1.k <= t0.n "
+        "AND t1.s > 'a') AS c FROM t0",
+        SCHEMA,
+        qualify,
+    )
+    left, inner = (
+        [n for n in walk_post_order(plan.root) if isinstance(n, Join) and n.kind == kind]
+        for kind in ("left", "inner")
+    )
+    (outer_join,), (correlated,) = left, inner
+    assert len(outer_join.left_keys) == 4  # k and n, each as two keys
+    assert len(correlated.left_keys) == 1 and correlated.residual is not None
+    assert correlated.residual.sql("spark").count("<=") == 1
+    aggs = [n for n in walk_post_order(plan.root) if isinstance(n, Aggregate)]
+    values, groups = aggs  # the distinct (k, n) pairs, then the count per pair
+    assert (len(values.keys), values.aggs) == (2, ())
+    assert len(groups.keys) == 2 and [a.func for a in groups.aggs] == ["count_star"]
+    assert [s.table.parts[-1] for s in scans(plan.root)] == ["t0", "t1", "t0"]
+
+
+def test_any_is_the_aggregate_bool_or() -> None:
+    plan = build_plan("SELECT k, any(n > 0) AS e FROM t0 GROUP BY k", SCHEMA, qualify)
+    (agg,) = [n for n in walk_post_order(plan.root) if isinstance(n, Aggregate)]
+    assert [a.arg.sql("spark") for a in agg.aggs if a.arg is not None] == ["BOOL_OR(c1 > 0)"]
 
 
 def test_a_scalar_subquery_over_the_groups_is_joined_above_the_aggregate() -> None:
