@@ -44,11 +44,7 @@ from dyntables.plan.ops import (
     walk_post_order,
 )
 from dyntables.plan.query import parse_query, scoped_names, table_name
-from dyntables.plan.time_windows import (
-    TIME_WINDOW_COLUMN,
-    interval_length,
-    own_time_windows,
-)
+from dyntables.plan.time_windows import TIME_WINDOW_COLUMN, own_time_windows
 from dyntables.plan.windows import (
     breaks_ties,
     holds_map,
@@ -829,7 +825,11 @@ class _Builder:
         join condition, which is where the delta rules put group and partition keys
         (the groups whose MIN/MAX is recomputed, the window partitions re-ranked). So the
         bucket becomes a column of a projection over the FROM clause, after a filter
-        that drops NULL times as Spark does, and the SELECT refers to that column."""
+        that drops NULL times as Spark does, and the SELECT refers to that column.
+
+        A sliding window (``window(ts, '1 hour', '10 minutes')``) puts a row in several
+        windows: Spark's projection expands each row into one per window, as a generator
+        does, a function of that row alone, so the projection's rule still holds."""
         calls = own_time_windows(select)
         if not calls:
             return node, scope, select
@@ -847,12 +847,6 @@ class _Builder:
                 isinstance(a, exp.Literal) and a.is_string for a in args[1:]
             ):
                 raise NotIncremental("TIME_WINDOW", "window", "window() with non-literal durations")
-            if len(args) >= 3 and interval_length(args[2]) != interval_length(args[1]):
-                raise NotIncremental(
-                    "TIME_WINDOW",
-                    "window",
-                    "a sliding window() puts each row in several windows; recomputed FULL",
-                )
         if len({c.sql("spark") for c in calls}) > 1:
             raise NotIncremental(
                 "TIME_WINDOW", "window", "several different window() calls in one SELECT"

@@ -691,7 +691,13 @@ class QueryGen:
                     # Spark's time bucket (one per SELECT): a struct, or its start/end
                     size = pick(
                         ch,
-                        ["'1 hour'", "'30 minutes'", "'1 day'", "'1 hour', '1 hour', '15 minutes'"],
+                        [
+                            "'1 hour'",
+                            "'30 minutes'",
+                            "'1 day'",
+                            "'1 hour', '1 hour', '15 minutes'",
+                            "'1 hour', '20 minutes'",  # sliding: a row in three windows
+                        ],
                     )
                     key = f"window({pick(ch, bucketable).sql}, {size})"
                     typ = pick(ch, [TS, TS, ""])
