@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from dyntables.engine import DEFAULT_CATALOG, DEFAULT_NAMESPACE, build_session
 from dyntables.engine.errors import translate
+from dyntables.engine.session import exclude_optimizer_rules
 from dyntables.errors import DynTablesError
 from dyntables.sql import TableName, parse_statement, split_statements
 from dyntables.sql.statements import SparkStatement, Statement
@@ -53,6 +54,7 @@ class Lakehouse:
         else:
             self.warehouse = None
         self.spark: SparkSession = spark
+        exclude_optimizer_rules(spark)
         self._run_spark(f"CREATE NAMESPACE IF NOT EXISTS `{self.catalog}`.`{self.namespace}`")
         self._run_spark(f"USE `{self.catalog}`.`{self.namespace}`")
         self._commands: Commands | None = None

@@ -12,6 +12,7 @@ import os
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from dyntables.engine.jars import iceberg_runtime_jar
 from dyntables.engine.java import check_java
@@ -84,6 +85,25 @@ def embedded_conf(warehouse: Path, catalog: str) -> dict[str, str]:
     for key, value in TABLE_DEFAULTS.items():
         conf[f"{cat}.table-default.{key}"] = value
     return conf
+
+
+# Spark 3.5 pushes a comparison into the branches of a CASE (PushFoldableIntoBranches),
+# then fails an assertion translating NOT over that CASE into a data source filter:
+# `SELECT * FROM (SELECT IF(n > 0, m, NULL) AS c FROM t) WHERE c <> 3.33` over an
+# Iceberg table, with m a DECIMAL of another scale, raises INTERNAL_ERROR. A refresh
+# reads an aggregate's state so (an extreme is NULL where its count is 0) whenever a
+# HAVING compares it with <>. Without the rule the comparison stays above the CASE.
+EXCLUDED_OPTIMIZER_RULES = ("org.apache.spark.sql.catalyst.optimizer.PushFoldableIntoBranches",)
+
+
+def exclude_optimizer_rules(spark: Any) -> None:
+    """Add :data:`EXCLUDED_OPTIMIZER_RULES` to the session's excluded rules, keeping any
+    the user excluded; a runtime setting, so a session given by a user gets it too."""
+    key = "spark.sql.optimizer.excludedRules"
+    current = [r.strip() for r in (spark.conf.get(key, "") or "").split(",") if r.strip()]
+    wanted = current + [r for r in EXCLUDED_OPTIMIZER_RULES if r not in current]
+    if wanted != current:
+        spark.conf.set(key, ",".join(wanted))
 
 
 def build_session(

@@ -1,4 +1,5 @@
-"""Start-up checks that must fail clearly *before* Spark starts."""
+"""Start-up checks that must fail clearly *before* Spark starts, and the settings a
+session gets."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ from pathlib import Path
 import pytest
 
 from dyntables.engine import java
-from dyntables.engine.session import embedded_conf, prepare_warehouse
+from dyntables.engine.session import (
+    EXCLUDED_OPTIMIZER_RULES,
+    embedded_conf,
+    exclude_optimizer_rules,
+    prepare_warehouse,
+)
 from dyntables.errors import JavaNotFoundError, WarehouseError
 
 
@@ -68,3 +74,16 @@ def test_embedded_defaults_are_lean_and_iceberg(tmp_path: Path) -> None:
     assert conf["spark.sql.catalog.lakehouse.type"] == "hadoop"
     assert conf["spark.sql.catalog.lakehouse.table-default.write.merge.mode"] == "copy-on-write"
     assert conf["spark.jars"].endswith("iceberg-spark-runtime-3.5_2.12-1.10.2.jar")
+
+
+def test_the_rule_spark_fails_on_is_excluded_beside_the_users(lh) -> None:  # type: ignore[no-untyped-def]
+    """A session given by a user keeps its own excluded rules and gains ours, once."""
+    key = "spark.sql.optimizer.excludedRules"
+    before = lh.spark.conf.get(key, "")
+    try:
+        lh.spark.conf.set(key, "org.example.Mine")
+        exclude_optimizer_rules(lh.spark)
+        exclude_optimizer_rules(lh.spark)
+        assert lh.spark.conf.get(key).split(",") == ["org.example.Mine", *EXCLUDED_OPTIMIZER_RULES]
+    finally:
+        lh.spark.conf.set(key, before)
