@@ -14,6 +14,9 @@ the same, ``RewriteCorrelatedScalarSubquery``):
   meets none (no rows, or a NULL key, which equals nothing) gets the aggregate over no
   rows: COUNT is 0 there, every other aggregate NULL (the "COUNT bug" of naive
   decorrelation), told apart by a COUNT(*) that is never NULL in a group that exists.
+* correlated by more than equalities, ``(SELECT SUM(y) FROM s WHERE s.k = t.k AND
+  s.ts <= t.ts)``: the same, grouped by the distinct values of the outer columns the
+  correlation reads, joined with s on it (``_join_by_outer_values``).
 
 ``x NOT IN (SELECT y FROM s)`` keeps a row when s is empty, or when x is not NULL, no y
 equals it and no y is NULL (a NULL anywhere makes the comparison unknown). As two anti
