@@ -29,6 +29,9 @@ ANONYMOUS_AGGREGATES = frozenset(
     }
 )
 
+# the aggregates Spark lets skip NULLs (IGNORE NULLS, or a second argument true)
+_TAKES_NULLS = (exp.First, exp.Last, exp.AnyValue, exp.FirstValue, exp.LastValue)
+
 # Aggregates with no running state that undoes a delete (a variance, a median, an AND):
 # kept per group in the state and recomputed from the current input for every group the
 # change touches (see ivm/aggregate.py). Each with the arguments sqlglot models (a call
@@ -40,8 +43,6 @@ ANONYMOUS_AGGREGATES = frozenset(
 # over the same rows two runs of the query may give two of its answers. The state keeps
 # the answer the group was given, and a touched group gets one of the answers the query
 # has for its new rows, as a FULL refresh would; an untouched group keeps its own.
-# the aggregates Spark lets skip NULLs (IGNORE NULLS, or a second argument true)
-_TAKES_NULLS = (exp.First, exp.Last, exp.AnyValue, exp.FirstValue, exp.LastValue)
 RECOMPUTED_AGGS: dict[type[exp.Expr], frozenset[str]] = {
     **{
         t: frozenset({"this"})
