@@ -302,11 +302,15 @@ def non_deterministic_calls(query: exp.Expr) -> list[str]:
 def check_deterministic(query: exp.Query, dt_name: str) -> None:
     calls = non_deterministic_calls(query)
     if calls:
-        raise NonDeterministicQueryError(
-            f"dynamic table {dt_name} uses the non-deterministic function {calls[0]}: a dynamic "
-            "table must give the same rows for the same source data. Pass the value in as a "
-            "literal (e.g. DATE '2024-01-01') or read it from a source column instead"
-        )
+        raise non_deterministic(dt_name, calls[0])
+
+
+def non_deterministic(dt_name: str, call: str) -> NonDeterministicQueryError:
+    return NonDeterministicQueryError(
+        f"dynamic table {dt_name} uses the non-deterministic function {call}: a dynamic "
+        "table must give the same rows for the same source data. Pass the value in as a "
+        "literal (e.g. DATE '2024-01-01') or read it from a source column instead"
+    )
 
 
 def pin_sources(
@@ -324,24 +328,38 @@ def pin_sources(
         if cte is not None:
             continue
         name = qualify(table_name(table))
-        alias = table.alias or table.name
         full = exp.to_table(".".join(f"`{p}`" for p in name.parts), dialect="spark")
+        alias = table.args.get("alias")
+        alias = alias.copy() if alias else exp.TableAlias(this=exp.to_identifier(table.name))
+        # what the reference says besides its name (PIVOT, UNPIVOT, TABLESAMPLE, column
+        # aliases) stays with it: dropped, the query would read the plain table
+        extras = {
+            key: value
+            for key, value in table.args.items()
+            if value and key not in ("this", "db", "catalog", "alias", "version")
+        }
         if table.args.get("version") is not None:  # the user pinned it: keep their version
             full.set("version", table.args["version"].copy())
-            full.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
-            table.replace(full)
-            continue
-        snapshot = versions[name]
-        if snapshot is None:
-            empty = exp.select("*").from_(full).where(never_true()).subquery(alias)
-            table.replace(empty)
-            continue
-        full.set(
-            "version",
-            exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(snapshot)),
-        )
-        full.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
-        table.replace(full)
+            read: exp.Table | exp.Select = full
+        elif versions[name] is None:
+            read = exp.select("*").from_(full).where(never_true())
+        else:
+            full.set(
+                "version",
+                exp.Version(
+                    this="VERSION", kind="AS OF", expression=exp.Literal.number(versions[name])
+                ),
+            )
+            read = full
+        # sqlglot writes a table's TABLESAMPLE before its VERSION AS OF, which Spark's
+        # grammar refuses; over a subquery it goes where Spark expects it
+        if isinstance(read, exp.Table) and "sample" in extras:
+            read = exp.select("*").from_(read)
+        pinned_ref = read if isinstance(read, exp.Table) else read.subquery()
+        pinned_ref.set("alias", alias)
+        for key, value in extras.items():
+            pinned_ref.set(key, value)
+        table.replace(pinned_ref)
     return pinned
 
 

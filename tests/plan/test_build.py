@@ -61,6 +61,9 @@ def scanned(sql: str) -> list[tuple[str, tuple[str, ...]]]:
             "SELECT window(ts, '1 hour') AS w, SUM(n) AS s FROM t0 GROUP BY window(ts, '1 hour')",
             [("t0", ("n", "ts"))],
         ),
+        # columns named by the table's alias: FROM t AS x(a, b) reads k as a
+        ("SELECT a, b FROM t1 AS x(a, b) WHERE x.a > 1", [("t1", ("k", "s"))]),
+        ("SELECT b FROM t1 AS x(a, b)", [("t1", ("s",))]),
     ],
 )
 def test_scans_read_only_the_columns_the_query_uses(
@@ -203,6 +206,9 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
         ("SELECT k, explode(m) AS (a, b) FROM t0", "MAP_COLUMN"),
         ("SELECT k, n FROM t0 TABLESAMPLE (50 PERCENT)", "TABLESAMPLE"),
         ("SELECT a.k FROM t0 AS a TABLESAMPLE (2 ROWS) JOIN t1 ON a.k = t1.k", "TABLESAMPLE"),
+        ("SELECT * FROM t1 PIVOT (COUNT(*) FOR s IN ('a', 'b'))", "PIVOT"),
+        ("SELECT * FROM (SELECT k, n, z FROM t0) UNPIVOT (v FOR c IN (n, z))", "PIVOT"),
+        ("SELECT a FROM t1 AS x(a)", "UNRESOLVED_QUERY"),  # two columns, one name
         # scalar subqueries that may return other than one row, whose value reads the
         # outer row or sits above an aggregate (Spark refuses both), or is correlated
         # with a generated column

@@ -159,3 +159,40 @@ def test_a_nulls_option_is_written_after_the_filter_as_spark_reads_it(
     """sqlglot read ``first(v, true) FILTER (...)`` as a FILTER around ``FIRST(v) IGNORE
     NULLS`` and wrote it back so, which Spark's grammar does not parse."""
     assert written in parse_query(sql).sql("spark")
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        (
+            "SELECT * FROM t0 PIVOT (SUM(n) FOR k IN (1, 2))",
+            "SELECT * FROM `lakehouse`.`public`.`t0` VERSION AS OF 7 AS t0 PIVOT(SUM(n) FOR k IN (1, 2))",
+        ),
+        (
+            "SELECT * FROM t0 UNPIVOT (v FOR c IN (k, n))",
+            "SELECT * FROM `lakehouse`.`public`.`t0` VERSION AS OF 7 AS t0 UNPIVOT(v FOR c IN (k, n))",
+        ),
+        (
+            "SELECT a FROM t0 AS x(a, b)",
+            "SELECT a FROM `lakehouse`.`public`.`t0` VERSION AS OF 7 AS x(a, b)",
+        ),
+        # Spark's grammar wants a table's sample after its version: over a subquery
+        (
+            "SELECT k FROM t0 TABLESAMPLE (50 PERCENT)",
+            "SELECT k FROM (SELECT * FROM `lakehouse`.`public`.`t0` VERSION AS OF 7) TABLESAMPLE (50 PERCENT) AS t0",
+        ),
+    ],
+)
+def test_pinned_reference_keeps_what_it_says_besides_its_name(sql: str, expected: str) -> None:
+    """A pivot, a sample or column aliases on a table reference used to be dropped with
+    the name it replaced: the dynamic table held the plain table's rows."""
+    assert pinned(sql) == expected
+
+
+def test_pinned_unwritten_source_keeps_its_pivot() -> None:
+    tree = parse_query("SELECT * FROM t0 AS x(a, b) PIVOT (SUM(b) FOR a IN (1))")
+    sql = pin_sources(tree, qualify, {t: None for t in source_tables(tree, qualify)}).sql("spark")
+    assert sql == (
+        "SELECT * FROM (SELECT * FROM `lakehouse`.`public`.`t0` WHERE SPARK_PARTITION_ID() < 0) "
+        "AS x(a, b) PIVOT(SUM(b) FOR a IN (1))"
+    )
