@@ -23,6 +23,7 @@ from dyntables.catalog.definition import (
 )
 from dyntables.catalog.iceberg import load_table
 from dyntables.catalog.registry import Registry
+from dyntables.engine.determinism import non_deterministic_call
 from dyntables.engine.frames import rows_frame
 from dyntables.errors import (
     DynamicTableDmlError,
@@ -34,7 +35,13 @@ from dyntables.errors import (
     UnsupportedQueryError,
     UseDropDynamicTableError,
 )
-from dyntables.plan.query import check_deterministic, parse_query, pin_sources, source_tables
+from dyntables.plan.query import (
+    check_deterministic,
+    non_deterministic,
+    parse_query,
+    pin_sources,
+    source_tables,
+)
 from dyntables.refresh.compiled import drop_state_tables
 from dyntables.refresh.full import contents_sql
 from dyntables.refresh.history import (
@@ -291,7 +298,7 @@ class Commands:
 
     def _analyze(self, spark: Any, pinned_sql: str, dt: DynamicTableDef) -> Any:
         try:
-            return spark.sql(pinned_sql).schema  # analysis only: no job runs
+            df = spark.sql(pinned_sql)  # analysis only: no job runs
         except Exception as exc:
             from dyntables.engine.errors import translate
 
@@ -299,6 +306,10 @@ class Commands:
             raise type(err)(
                 f"the query of dynamic table {dt.name} is invalid: {err.message}"
             ) from exc
+        call = non_deterministic_call(df)  # what Spark knows beyond the names refused
+        if call is not None:
+            raise non_deterministic(str(dt.name), call)
+        return df.schema
 
     def _record_build(
         self,

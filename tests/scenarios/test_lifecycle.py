@@ -86,6 +86,9 @@ def test_drop_table_on_a_dynamic_table_points_to_drop_dynamic_table(
         ("uuid()", "UUID"),
         ("monotonically_increasing_id()", "MONOTONICALLY_INCREASING_ID"),
         ("input_file_name()", "INPUT_FILE_NAME"),
+        # not refused by name: Spark's analyzed plan says so
+        ("reflect('java.util.UUID', 'randomUUID')", "REFLECT("),
+        ("java_method('java.util.UUID', 'randomUUID')", "JAVA_METHOD("),
     ],
 )
 def test_non_deterministic_functions_are_refused_at_create(
@@ -96,6 +99,26 @@ def test_non_deterministic_functions_are_refused_at_create(
     with pytest.raises(NonDeterministicQueryError) as err:
         lh.sql(f"CREATE DYNAMIC TABLE {name} AS SELECT k, {expression} AS x FROM {src}")
     assert function in err.value.message.upper() and "literal" in err.value.message
+    assert lh.sql(f"SHOW TABLES LIKE '{name}'").count() == 0
+
+
+def test_a_udf_marked_non_deterministic_is_refused_at_create(
+    lh: Lakehouse, pipeline, unique
+) -> None:
+    """Spark knows what no list of names can: a UDF its author marked non-deterministic,
+    here inside a correlated subquery."""
+    from pyspark.sql.functions import udf
+
+    src, _ = pipeline
+    fn = unique("coin")
+    lh.spark.udf.register(fn, udf(lambda: 0.5, "double").asNondeterministic())
+    name = unique("nd_udf")
+    with pytest.raises(NonDeterministicQueryError) as err:
+        lh.sql(
+            f"CREATE DYNAMIC TABLE {name} AS SELECT k FROM {src} AS o "
+            f"WHERE EXISTS (SELECT 1 FROM {src} AS i WHERE i.k = o.k AND {fn}() > 0.1)"
+        )
+    assert f"{fn}()" in err.value.message and name in err.value.message
     assert lh.sql(f"SHOW TABLES LIKE '{name}'").count() == 0
 
 
