@@ -206,7 +206,12 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
         ("SELECT k, explode(m) AS (a, b) FROM t0", "MAP_COLUMN"),
         ("SELECT k, n FROM t0 TABLESAMPLE (50 PERCENT)", "TABLESAMPLE"),
         ("SELECT a.k FROM t0 AS a TABLESAMPLE (2 ROWS) JOIN t1 ON a.k = t1.k", "TABLESAMPLE"),
-        ("SELECT * FROM t1 PIVOT (COUNT(*) FOR s IN ('a', 'b'))", "PIVOT"),
+        ("SELECT * FROM t1 PIVOT (FIRST(k) FOR s IN ('a', 'b'))", "PIVOT"),
+        ("SELECT * FROM t1 PIVOT (COUNT(*) FOR k IN (1, 1.0))", "PIVOT"),
+        (
+            "SELECT * FROM t1 AS a JOIN t1 AS b ON a.k = b.k PIVOT (COUNT(*) FOR b.s IN ('a'))",
+            "PIVOT",
+        ),
         ("SELECT * FROM (SELECT k, n, z FROM t0) UNPIVOT (v FOR c IN (n, z))", "PIVOT"),
         ("SELECT a FROM t1 AS x(a)", "UNRESOLVED_QUERY"),  # two columns, one name
         # scalar subqueries that may return other than one row, whose value reads the

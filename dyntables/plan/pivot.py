@@ -1,0 +1,168 @@
+"""PIVOT as the GROUP BY Spark computes for it, pure.
+
+``FROM rel PIVOT (agg AS a, ... FOR p IN (v1, v2, ...))`` groups rel by its other
+columns (those neither pivoted nor aggregated) and gives each pair of a value and an
+aggregate a column: the aggregate over the group's rows whose ``p <=> CAST(v AS type of
+p)``. Written as that GROUP BY with ``FILTER (WHERE ...)`` aggregates, it is maintained
+by the aggregate rule like any other.
+
+Spark computes a pivot one of two ways, and they differ over a value no row of a group
+has: when every aggregate's result is a number or a boolean, it aggregates per (group,
+value) first and places the results (PivotFirst), so such a cell is NULL, a COUNT's
+too; otherwise every aggregate reads ``IF(p <=> v, x, NULL)``, and a COUNT of no rows
+is 0. The first is written ``CASE WHEN COUNT(*) FILTER (...) > 0 THEN agg FILTER (...)
+END``; checked against Spark for both ways by the differential corpus
+(``pivot-as-group-by.scn``).
+
+What this does not write exactly refreshes FULL with ``PIVOT``: aggregates other than
+COUNT, SUM, AVG, MIN and MAX (FIRST reads non-NULL values only in one of the two ways),
+DISTINCT or FILTER inside them, pivots by several columns or by a FLOAT/DOUBLE column
+(-0.0), values that are not plain literals of the column's kind (two of them could cast
+to one value), UNPIVOT, and a pivot over a FROM clause with joins.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from decimal import Decimal, InvalidOperation
+
+from sqlglot import exp
+
+from dyntables.plan.not_incremental import NotIncremental
+
+_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+_PLACED_FIRST = exp.DataType.NUMERIC_TYPES | {exp.DataType.Type.BOOLEAN}
+
+
+def _refuse(detail: str) -> NotIncremental:
+    return NotIncremental("PIVOT", "PIVOT", f"{detail}; recomputed FULL")
+
+
+def pivoted_source(select: exp.Select) -> exp.Expr | None:
+    """The FROM relation of ``select`` when it carries a PIVOT or UNPIVOT."""
+    from_ = select.args.get("from_") or select.args.get("from")
+    if from_ is None or not from_.this.args.get("pivots"):
+        return None
+    source: exp.Expr = from_.this
+    return source
+
+
+def as_group_by(select: exp.Select, columns: Sequence[str]) -> exp.Select:
+    """``select``, whose FROM relation (of output ``columns``) carries a PIVOT, reading
+    instead the GROUP BY that computes the pivot, under the pivot's alias and with the
+    columns named as sqlglot names the pivot's (types annotated, as qualified)."""
+    source = pivoted_source(select)
+    assert source is not None
+    pivots = source.args["pivots"]
+    if any(p.args.get("unpivot") for p in pivots):
+        raise NotIncremental("PIVOT", "UNPIVOT", "has no delta rule yet; recomputed FULL")
+    if len(pivots) != 1 or select.args.get("joins") or select.args.get("laterals"):
+        raise _refuse("a pivot of a FROM clause with joins")
+    if not columns or any(c == "*" for c in columns):  # the GROUP BY would miss keys
+        raise _refuse("a pivot of a relation whose columns are not known")
+    pivot: exp.Pivot = pivots[0]
+    fields = pivot.args.get("fields") or []
+    if len(fields) != 1 or not isinstance(fields[0], exp.In):
+        raise _refuse("a pivot by several columns")
+    column = fields[0].this
+    if not isinstance(column, exp.Column):
+        raise _refuse("a pivot by several columns")
+    ptype = column.type
+    if ptype is None or ptype.this in exp.DataType.FLOAT_TYPES | {exp.DataType.Type.UNKNOWN}:
+        raise _refuse("a pivot column of an unknown or floating-point type")
+    values = [v.this if isinstance(v, exp.PivotAlias) else v for v in fields[0].expressions]
+    keys = [_value_key(v, ptype) for v in values]
+    if None in keys or len(set(keys)) != len(keys):
+        raise _refuse("pivot values other than distinct literals of the column's type")
+
+    aggregates = [a.this if isinstance(a, exp.Alias) else a for a in pivot.expressions]
+    for agg in aggregates:
+        if not isinstance(agg, _AGGREGATES) or agg.find(exp.Distinct, exp.Filter):
+            raise _refuse(f"{agg.sql('spark')} in a pivot")
+    types = [a.type.this if a.type is not None else exp.DataType.Type.UNKNOWN for a in aggregates]
+    if exp.DataType.Type.UNKNOWN in types:
+        raise _refuse("an aggregate of an unknown type in a pivot")
+    placed_first = all(t in _PLACED_FIRST for t in types)
+
+    names = pivot.args.get("columns") or []
+    if len(names) != len(values) * len(aggregates):
+        raise _refuse("pivot columns sqlglot does not name")
+    read = {c.name.lower() for agg in aggregates for c in agg.find_all(exp.Column)}
+    read.add(column.name.lower())
+    table = source.alias_or_name
+    keys_out = [exp.column(c, table=table) for c in columns if c.lower() not in read]
+
+    cells: list[exp.Expr] = []
+    names_iter = iter(names)
+    for value in values:
+        matches = exp.NullSafeEQ(
+            this=column.copy(), expression=exp.cast(value.copy(), ptype.copy())
+        )
+        for agg in aggregates:
+            cell: exp.Expr = exp.Filter(this=agg.copy(), expression=exp.Where(this=matches.copy()))
+            if placed_first:
+                rows = exp.Filter(
+                    this=exp.Count(this=exp.Star()), expression=exp.Where(this=matches.copy())
+                )
+                cell = exp.Case(
+                    ifs=[
+                        exp.If(this=exp.GT(this=rows, expression=exp.Literal.number(0)), true=cell)
+                    ]
+                )
+            cells.append(exp.alias_(cell, next(names_iter).name, quoted=True))
+
+    plain = source.copy()
+    plain.set("pivots", None)
+    grouped = exp.Select(expressions=[*keys_out, *cells]).from_(plain)
+    if keys_out:
+        grouped = grouped.group_by(*[k.copy() for k in keys_out])
+    out = select.copy()
+    out.set("from_", exp.From(this=grouped.subquery(pivot.alias or table)))
+    return out
+
+
+def _value_key(value: exp.Expr, ptype: exp.DataType) -> object | None:
+    """A pivot value as the value it casts to, for the kinds whose cast is plain (None:
+    another kind, refused)."""
+    kind = ptype.this
+    if isinstance(value, exp.Null):
+        return ("null",)
+    negative = isinstance(value, exp.Neg)
+    literal = value.this if negative else value
+    if kind in exp.DataType.TEXT_TYPES:
+        is_text = isinstance(value, exp.Literal) and value.is_string
+        return ("s", value.this) if is_text else None
+    if kind == exp.DataType.Type.BOOLEAN:
+        return ("b", value.this) if isinstance(value, exp.Boolean) else None
+    if kind == exp.DataType.Type.DATE:
+        if not (isinstance(value, exp.Cast) and value.to.this == exp.DataType.Type.DATE):
+            return None
+        text = value.this
+        if not (isinstance(text, exp.Literal) and text.is_string):
+            return None
+        try:
+            return ("d", datetime.date.fromisoformat(text.this))
+        except ValueError:
+            return None
+    if kind in exp.DataType.NUMERIC_TYPES:
+        if not (isinstance(literal, exp.Literal) and not literal.is_string):
+            return None
+        try:
+            number = Decimal(literal.this)
+        except InvalidOperation:
+            return None
+        number = -number if negative else number
+        exponent = number.as_tuple().exponent
+        if not isinstance(exponent, int):
+            return None
+        scale = max(0, -exponent)
+        if kind in exp.DataType.INTEGER_TYPES and scale:
+            return None
+        if kind == exp.DataType.Type.DECIMAL:
+            params = ptype.expressions
+            allowed = int(params[1].this.this) if len(params) > 1 else 0
+            if scale > allowed:
+                return None
+        return ("n", number)
+    return None
