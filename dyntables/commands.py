@@ -42,6 +42,7 @@ from dyntables.plan.query import (
     pin_sources,
     source_tables,
 )
+from dyntables.plan.render import spark_sql
 from dyntables.refresh.compiled import drop_state_tables
 from dyntables.refresh.full import contents_sql
 from dyntables.refresh.history import (
@@ -253,7 +254,7 @@ class Commands:
         spark = work_session(self.spark, {}, source_rows)
         label_jobs(self.spark.sparkContext, job_id, f"create {dt.name}", dt.vcluster.lower())
         versions = {TableName(tuple(k.split("."))): v.snapshot for k, v in pinned.items()}
-        pinned_sql = pin_sources(query, self.lh.qualify, versions).sql("spark")
+        pinned_sql = spark_sql(pin_sources(query, self.lh.qualify, versions))
         schema = self._analyze(spark, pinned_sql, dt)
         columns = (
             [c.name for c in stmt.columns] if stmt.columns else [f.name for f in schema.fields]

@@ -42,6 +42,7 @@ from dyntables.ivm.sqlb import (
     union_all,
 )
 from dyntables.plan.ops import RECOMPUTED, AggCall, Aggregate
+from dyntables.plan.render import spark_sql
 
 CNT = "__cnt"
 SIGN = "__s"
@@ -211,7 +212,7 @@ def distinct_rewrite_statement(node: Aggregate, table: str, change_view: str) ->
     lay = layout(node)
     names = [*lay.keys, "v"]
     cols = ", ".join([*names, CNT])
-    on = null_safe_eq_all([col(n, "s") for n in names], [col(n, "c") for n in names]).sql("spark")
+    on = spark_sql(null_safe_eq_all([col(n, "s") for n in names], [col(n, "c") for n in names]))
     return (
         f"INSERT OVERWRITE {table} SELECT {cols} FROM {table} s LEFT ANTI JOIN {change_view} c ON {on} "
         f"UNION ALL SELECT {', '.join(names)}, n_{CNT} AS {CNT} FROM {change_view} WHERE n_{CNT} > 0"
@@ -221,7 +222,7 @@ def distinct_rewrite_statement(node: Aggregate, table: str, change_view: str) ->
 def distinct_merge_statement(node: Aggregate, table: str, change_view: str) -> str:
     lay = layout(node)
     names = [*lay.keys, "v"]
-    on = null_safe_eq_all([col(n, "t") for n in names], [col(n, "s") for n in names]).sql("spark")
+    on = spark_sql(null_safe_eq_all([col(n, "t") for n in names], [col(n, "s") for n in names]))
     src = f"SELECT {', '.join(names)}, n_{CNT} AS {CNT} FROM {change_view}"
     cols = ", ".join([*names, CNT])
     values = ", ".join(f"s.{c}" for c in [*names, CNT])

@@ -44,6 +44,7 @@ from dyntables.plan.ops import (
     walk_post_order,
 )
 from dyntables.plan.query import parse_query, scoped_names, table_name
+from dyntables.plan.render import spark_sql
 from dyntables.plan.time_windows import TIME_WINDOW_COLUMN, own_time_windows
 from dyntables.plan.windows import (
     breaks_ties,
@@ -795,7 +796,7 @@ class _Builder:
                 )
             right, _ = self.query(joined.body, ctes)
             if joined.empty is not None:
-                self.not_provably_empty.append(_with_ctes(joined.body, ctes).sql("spark"))
+                self.not_provably_empty.append(spark_sql(_with_ctes(joined.body, ctes)))
             keys = len(joined.outer_keys)
             name = f"{subquery.SUBQUERY_ALIAS}_{self.fresh()}"
             if id(sq) in joined_above:

@@ -19,6 +19,7 @@ from sqlglot import exp
 from dyntables.engine.checkpoint import cached_alone, forget_view
 from dyntables.engine.frames import PRUNABLE_TYPES, literal
 from dyntables.ivm.sqlb import W, null_safe_eq_all, raise_error
+from dyntables.plan.render import spark_sql
 
 DYNTABLES_PREFIX = "dyntables: "  # an error with it falls back to FULL (planner.py)
 INCONSISTENT = f"{DYNTABLES_PREFIX}dynamic table and delta disagree"
@@ -152,11 +153,13 @@ def append_delta(spark: Any, table_sql: str, columns: list[str], delta_sql: str)
 
 
 def _checked_count(expr: exp.Expr) -> str:
-    return exp.If(
-        this=exp.LT(this=expr, expression=exp.Literal.number(0)),
-        true=raise_error(INCONSISTENT),
-        false=expr.copy(),
-    ).sql("spark")
+    return spark_sql(
+        exp.If(
+            this=exp.LT(this=expr, expression=exp.Literal.number(0)),
+            true=raise_error(INCONSISTENT),
+            false=expr.copy(),
+        )
+    )
 
 
 def _rewrite_counted(
@@ -267,7 +270,7 @@ def _losing_ranges(bounded: list[tuple[str, str]], row: Any) -> str | None:
             low, high = literal(lo, type_sql), literal(hi, type_sql)
         between = exp.Between(this=column.copy(), low=low, high=high)
         parts.append(exp.paren(exp.or_(between, is_null)) if nulls else between)
-    return exp.and_(*parts).sql("spark") if parts else None
+    return spark_sql(exp.and_(*parts)) if parts else None
 
 
 @dataclass(frozen=True)
@@ -424,9 +427,11 @@ def _merge(
     where = f" WHERE {ranges}" if ranges else ""
     cols = ", ".join(_q(c) for c in columns)
     one, cur, n, i, op = (_helper(h, columns) for h in ("_one", "_cur", "_n", "__i", "_op"))
-    match = null_safe_eq_all(
-        [exp.column(c, "v") for c in columns], [exp.column(c, "t") for c in columns]
-    ).sql("spark")
+    match = spark_sql(
+        null_safe_eq_all(
+            [exp.column(c, "v") for c in columns], [exp.column(c, "t") for c in columns]
+        )
+    )
     # current copies of every value that loses copies
     current = (
         f"SELECT v.*, COUNT(t.{one}) AS {cur} FROM (SELECT * FROM {view} WHERE {W} < 0) v "
@@ -440,9 +445,11 @@ def _merge(
         f"UNION ALL SELECT {cols}, 'I' AS {op} FROM (SELECT *, explode(sequence(1, {W})) AS {i} FROM {view} "
         f"WHERE {W} > 0) _p"
     )
-    on = null_safe_eq_all(
-        [exp.column(c, "t") for c in columns], [exp.column(c, "s") for c in columns]
-    ).sql("spark")
+    on = spark_sql(
+        null_safe_eq_all(
+            [exp.column(c, "t") for c in columns], [exp.column(c, "s") for c in columns]
+        )
+    )
     names = ", ".join(_q(c) for c in columns)
     values = ", ".join(f"s.{_q(c)}" for c in columns)
     spark.sql(

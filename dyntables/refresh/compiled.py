@@ -21,6 +21,7 @@ from dyntables.ivm.rules import NEW, OLD, Materialized, Renderer
 from dyntables.ivm.sqlb import W, alias, col, select, sub
 from dyntables.plan.build import Plan
 from dyntables.plan.ops import Aggregate, Node, Scan, walk_post_order
+from dyntables.plan.render import spark_sql
 from dyntables.refresh.retention import metadata_properties_sql
 from dyntables.sql.tokens import TableName
 
@@ -126,7 +127,7 @@ class BoundSources:
         if id(node) not in self._types:
             renderer = self.types_renderer or self.renderer
             assert renderer is not None
-            schema = self.spark.sql(renderer.rel(node, NEW).sql("spark")).schema
+            schema = self.spark.sql(spark_sql(renderer.rel(node, NEW))).schema
             self._types[id(node)] = {f.name: f.dataType.simpleString() for f in schema.fields}
         return self._types[id(node)]
 
@@ -139,7 +140,7 @@ def avg_types(spark: Any, renderer: Renderer, node: Aggregate) -> dict[str, str]
     # an AVG always has an argument
     items = [alias(exp.Avg(this=c.arg.copy()), c.column) for c in calls if c.arg is not None]
     q = select(items, sub(renderer.rel(node.child, NEW)))
-    return {f.name: f.dataType.simpleString() for f in spark.sql(q.sql("spark")).schema.fields}
+    return {f.name: f.dataType.simpleString() for f in spark.sql(spark_sql(q)).schema.fields}
 
 
 def integral_avgs(spark: Any, renderer: Renderer, node: Aggregate) -> frozenset[str]:
@@ -151,7 +152,7 @@ def integral_avgs(spark: Any, renderer: Renderer, node: Aggregate) -> frozenset[
     items = [alias(exp.Max(this=c.arg.copy()), c.column) for c in calls if c.arg is not None]
     q = select(items, sub(renderer.rel(node.child, NEW)))
     integral = ("tinyint", "smallint", "int", "bigint")
-    fields = spark.sql(q.sql("spark")).schema.fields
+    fields = spark.sql(spark_sql(q)).schema.fields
     return frozenset(f.name for f in fields if f.dataType.simpleString() in integral)
 
 
@@ -165,7 +166,7 @@ def output_sql(plan: Plan, renderer: Renderer, columns: list[str], version: str 
         [alias(col(c), name) for c, name in zip(plan.root.columns, columns, strict=True)],
         sub(renderer.rel(plan.root, version)),
     )
-    return q.sql("spark")
+    return spark_sql(q)
 
 
 def delta_output_sql(plan: Plan, renderer: Renderer, columns: list[str]) -> str | None:
@@ -175,7 +176,7 @@ def delta_output_sql(plan: Plan, renderer: Renderer, columns: list[str]) -> str 
     items = [alias(col(c), name) for c, name in zip(plan.root.columns, columns, strict=True)] + [
         col(W)
     ]
-    return select(items, sub(d)).sql("spark")
+    return spark_sql(select(items, sub(d)))
 
 
 def full_build(
@@ -198,9 +199,9 @@ def full_build(
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{catalog}`.`{SYSTEM_NAMESPACE}`")
     for key, node in aggregate_nodes(plan):
         name = state_table_name(catalog, dt_id, key, generation)
-        build = agg.build_sql(
-            node, renderer.rel(node.child, NEW), integral_avgs(spark, renderer, node)
-        ).sql("spark")
+        build = spark_sql(
+            agg.build_sql(node, renderer.rel(node.child, NEW), integral_avgs(spark, renderer, node))
+        )
         # no WAP on state: its writes commit directly (see incremental._StateWrite)
         spark.sql(
             f"CREATE TABLE {name.sql()} USING iceberg TBLPROPERTIES ('dyntables.state_of'='{dt_id}', {metadata_properties_sql()}) AS {build}"
@@ -210,7 +211,7 @@ def full_build(
         states[key] = {"table": str(name), "snapshot": snapshot}
         for j, call in agg.distinct_calls(node):
             dname = state_table_name(catalog, dt_id, f"{key}_d{j}", generation)
-            dbuild = agg.build_distinct_sql(node, call, renderer.rel(node.child, NEW)).sql("spark")
+            dbuild = spark_sql(agg.build_distinct_sql(node, call, renderer.rel(node.child, NEW)))
             spark.sql(
                 f"CREATE TABLE {dname.sql()} USING iceberg TBLPROPERTIES ('dyntables.state_of'='{dt_id}', {metadata_properties_sql()}) AS {dbuild}"
             )

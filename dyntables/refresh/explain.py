@@ -18,6 +18,7 @@ from dyntables.ivm.sqlb import select
 from dyntables.plan.build import Plan
 from dyntables.plan.calls import recomputed_name
 from dyntables.plan.ops import RECOMPUTED, AggCall, Aggregate, Join, Node, Window, walk_post_order
+from dyntables.plan.render import spark_sql
 from dyntables.refresh.apply import REWRITE_MAX_ROWS, SINGLE_JOB_MAX_ROWS
 from dyntables.refresh.compiled import (
     BoundSources,
@@ -247,14 +248,14 @@ def _state_stages(
         types = {f.name: f.dataType.simpleString() for f in fields}
         if rebuilds_whole(plan, node, types, table_rows):
             rows.append(
-                (f"{key} new state", agg.rebuild_sql(node, child_delta, old, types).sql("spark"))
+                (f"{key} new state", spark_sql(agg.rebuild_sql(node, child_delta, old, types)))
             )
             rebuilt.add(id(node))
             continue
         distinct = {j: f"{key}_d{j}_delta" for j, _ in agg.distinct_calls(node)}
         change = agg.change_sql(node, child_delta, old, types, distinct)
-        rows.append((f"{key} change", change.sql("spark")))
-        rows.append((f"{key} delta", agg.output_delta_sql(node, f"{key}_change", {}).sql("spark")))
+        rows.append((f"{key} change", spark_sql(change)))
+        rows.append((f"{key} delta", spark_sql(agg.output_delta_sql(node, f"{key}_change", {}))))
     return rows, frozenset(rebuilt)
 
 

@@ -15,6 +15,7 @@ from dyntables.catalog.definition import DynamicTableDef, SourceVersion
 from dyntables.catalog.iceberg import load_table
 from dyntables.plan.build import Plan
 from dyntables.plan.query import parse_query, pin_sources
+from dyntables.plan.render import spark_sql
 from dyntables.refresh.compiled import full_build
 from dyntables.sql.tokens import TableName
 
@@ -39,7 +40,7 @@ def qualifier(dt: DynamicTableDef) -> Callable[[TableName], TableName]:
 def pinned_query_sql(dt: DynamicTableDef, pinned: dict[str, SourceVersion]) -> str:
     """The DT's query with every source read at its pinned snapshot."""
     versions = {TableName(tuple(k.split("."))): v.snapshot for k, v in pinned.items()}
-    return pin_sources(parse_query(dt.query), qualifier(dt), versions).sql("spark")
+    return spark_sql(pin_sources(parse_query(dt.query), qualifier(dt), versions))
 
 
 def contents_sql(

@@ -26,6 +26,7 @@ from dyntables.ivm.rules import (
 from dyntables.ivm.sqlb import W, alias, raise_error, select, sub
 from dyntables.plan.build import Plan
 from dyntables.plan.ops import Aggregate, Filter, Project
+from dyntables.plan.render import spark_sql
 from dyntables.refresh import faults
 from dyntables.refresh.apply import (
     DYNTABLES_PREFIX,
@@ -136,7 +137,7 @@ def incremental_refresh(
         def share(delta: exp.Query) -> exp.Query:
             """A join's delta two rules above read: computed once, cached."""
             view = f"{prefix}_shared{len(views)}"
-            keep(spark.sql(delta.sql("spark")), exactly=False).createOrReplaceTempView(view)
+            keep(spark.sql(spark_sql(delta)), exactly=False).createOrReplaceTempView(view)
             views.append(view)
             return select(["*"], exp.to_table(view))
 
@@ -181,7 +182,7 @@ def incremental_refresh(
                 dname = table_name_of(states[dkey])
                 dold = select(["*"], table_ref(dname, snapshot_of(states[dkey])))
                 dchange = keep(
-                    spark.sql(agg.distinct_change_sql(node, call, child_delta, dold).sql("spark")),
+                    spark.sql(spark_sql(agg.distinct_change_sql(node, call, child_delta, dold))),
                     exactly=False,
                 )
                 dview = f"{prefix}_{dkey}_chg"
@@ -189,7 +190,7 @@ def incremental_refresh(
                 views.append(dview)
                 ddview = f"{prefix}_{dkey}_dd"
                 spark.sql(
-                    agg.distinct_count_delta_sql(node, j, dview).sql("spark")
+                    spark_sql(agg.distinct_count_delta_sql(node, j, dview))
                 ).createOrReplaceTempView(ddview)
                 views.append(ddview)
                 distinct_views[j] = ddview
@@ -226,13 +227,17 @@ def incremental_refresh(
             if recomputed:
                 recompute_view = f"{prefix}_{key}_rec"
                 spark.sql(
-                    agg.recompute_sql(
-                        node, rel_within_change(renderer, node.child, node.keys, NEW), change_view
-                    ).sql("spark")
+                    spark_sql(
+                        agg.recompute_sql(
+                            node,
+                            rel_within_change(renderer, node.child, node.keys, NEW),
+                            change_view,
+                        )
+                    )
                 ).createOrReplaceTempView(recompute_view)
                 views.append(recompute_view)
                 patched = keep(
-                    spark.sql(agg.patch_sql(node, change_view, recompute_view).sql("spark")),
+                    spark.sql(spark_sql(agg.patch_sql(node, change_view, recompute_view))),
                     rounding,
                 )
                 change_view = f"{prefix}_{key}_chg2"
@@ -335,7 +340,7 @@ def _rebuild(
     rebuild = agg.rebuild_sql(
         node, child_delta, select(["*"], table_ref(name, before)), state_types
     )
-    cached, readable = cached_alone(ctx.spark.sql(rebuild.sql("spark")), f"{prefix}_new")
+    cached, readable = cached_alone(ctx.spark.sql(spark_sql(rebuild)), f"{prefix}_new")
     view = f"{prefix}_new"
     readable.createOrReplaceTempView(view)
     write = _StateWrite(
@@ -369,7 +374,7 @@ class _Rewrite:
         from pyspark.sql import functions as F
 
         observation = Observation(f"{self.view}_counts")
-        inserted, deleted = (F.expr(c.sql("spark")) for c in self.counts)
+        inserted, deleted = (F.expr(spark_sql(c)) for c in self.counts)
         self.spark.table(self.view).observe(
             observation, inserted.alias("ins"), deleted.alias("del")
         ).createOrReplaceTempView(self.observed)
@@ -430,11 +435,9 @@ def _weigh_before_writing(
         for top in tops:
             delta = renderer.delta(top)
             if delta is not None:
-                weigher.weigh(delta.sql("spark"), renderer.rel(top, NEW).sql("spark"))
+                weigher.weigh(spark_sql(delta), spark_sql(renderer.rel(top, NEW)))
         for node in recomputing:  # the touched groups' input, read again
-            weigher.weigh(
-                rel_within_change(renderer, node.child, node.keys, NEW).sql("spark"), None
-            )
+            weigher.weigh(spark_sql(rel_within_change(renderer, node.child, node.keys, NEW)), None)
     except Exception:  # a shape the stand-ins cannot render: no estimate, stay incremental
         return
     finally:
