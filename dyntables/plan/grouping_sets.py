@@ -17,6 +17,8 @@ import itertools
 
 from sqlglot import exp
 
+from dyntables.plan.calls import is_aggregate_call
+
 # a constant to group the empty set by: no row over no rows, one row otherwise (a string,
 # never read as a position in the select list)
 EMPTY_SET_KEY = "()"
@@ -108,9 +110,11 @@ def branch(select: exp.Select, keys: list[exp.Expr], everything: list[exp.Expr])
         out = replaced(e)
         if out is not e:
             return out
-        if isinstance(e, (exp.AggFunc, exp.Subquery, exp.Query)):
-            return e  # an aggregate reads the rows' own values
-        if isinstance(e, exp.Filter) and isinstance(e.this, exp.AggFunc):
+        # an aggregate reads the rows' own values; MEAN, TRY_SUM, EVERY, ... are
+        # aggregates sqlglot reads as plain calls
+        if is_aggregate_call(e) or isinstance(e, (exp.Subquery, exp.Query)):
+            return e
+        if isinstance(e, exp.Filter) and is_aggregate_call(e.this):
             return e
         for child in list(e.iter_expressions()):
             new = visit(child)
