@@ -80,6 +80,10 @@ _SUPPORTED_AGGS: dict[type[exp.Expr], str] = {
 
 Scope = dict[tuple[str, str], str]  # (alias, column) -> internal name
 
+# what an EXISTS subquery may have besides what its semi join reads (ORDER BY, a hint:
+# nothing that changes whether a row exists)
+_EXISTS_CLAUSES = frozenset({"expressions", "from_", "from", "where", "order", "hint"})
+
 
 def build_plan(
     query_text: str, schema: Schema, qualify_name: Callable[[TableName], TableName]
@@ -700,8 +704,10 @@ class _Builder:
                 None,
             )
         select = sub.this
+        # the rule reads the subquery's FROM relation and WHERE alone: anything else it
+        # has (a LATERAL VIEW, a join, a GROUP BY, an OFFSET, ...) would be dropped
         if not isinstance(select, exp.Select) or any(
-            select.args.get(k) for k in ("group", "having", "limit", "distinct", "joins")
+            v and k not in _EXISTS_CLAUSES for k, v in select.args.items()
         ):
             raise NotIncremental(
                 "EXISTS_COMPLEX",
