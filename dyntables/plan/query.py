@@ -53,33 +53,37 @@ NON_DETERMINISTIC_NAMES = frozenset(
 )
 
 
-_WINDOW_FN = "dyntables_window_fn"
+# Calls sqlglot would not parse, or would write back as another function, read under a
+# placeholder name and restored as plain calls: sqlglot reads WINDOW as the named-window
+# keyword, so Spark's time bucket ``window(ts, '1 hour')`` does not parse; it reads
+# ``array_size(a)`` as ``size(a)``, which is -1, not NULL, over a NULL array
+_PROTECTED_CALLS = {"WINDOW": "dyntables_window_fn", "ARRAY_SIZE": "dyntables_array_size"}
+_RESTORED_CALLS = {v: k.lower() for k, v in _PROTECTED_CALLS.items()}
 
 
-def _protect_window_function(text: str) -> str:
-    """sqlglot reads WINDOW as the named-window keyword, so Spark's time-bucket function
-    ``window(ts, '1 hour')`` does not parse; give the call a placeholder name."""
+def _protect_calls(text: str) -> str:
     try:
         tokens = tokenize(text)
     except Exception:
         return text
     out, last = [], 0
     for tok, nxt in zip(tokens, tokens[1:], strict=False):
+        placeholder = _PROTECTED_CALLS.get(tok.text.upper())
         if (
-            tok.text.upper() == "WINDOW"
+            placeholder
             and nxt.token_type == TokenType.L_PAREN
             and tok.token_type != TokenType.STRING
         ):
             out.append(text[last : tok.start])
-            out.append(_WINDOW_FN)
+            out.append(placeholder)
             last = tok.end + 1
     out.append(text[last:])
     return "".join(out)
 
 
-def _restore_window_function(node: exp.Expr) -> exp.Expr:
-    if isinstance(node, exp.Anonymous) and node.name.lower() == _WINDOW_FN:
-        return exp.Anonymous(this="window", expressions=node.expressions)
+def _restore_calls(node: exp.Expr) -> exp.Expr:
+    if isinstance(node, exp.Anonymous) and node.name.lower() in _RESTORED_CALLS:
+        return exp.Anonymous(this=_RESTORED_CALLS[node.name.lower()], expressions=node.expressions)
     return node
 
 
@@ -109,10 +113,10 @@ def _any_as_bool_or(node: exp.Expr) -> exp.Expr:
 
 def parse_query(text: str) -> exp.Query:
     """Parse a DT's defining query; it must be a SELECT (or set operation of SELECTs)."""
-    protected = _protect_window_function(text)
+    protected = _protect_calls(text)
     try:
         trees = [
-            t.transform(_restore_window_function)
+            t.transform(_restore_calls)
             .transform(_nulls_option_after_filter)
             .transform(_any_as_bool_or)
             for t in sqlglot.parse(protected, read="spark")

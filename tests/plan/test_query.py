@@ -196,3 +196,13 @@ def test_pinned_unwritten_source_keeps_its_pivot() -> None:
         "SELECT * FROM (SELECT * FROM `lakehouse`.`public`.`t0` WHERE SPARK_PARTITION_ID() < 0) "
         "AS x(a, b) PIVOT(SUM(b) FOR a IN (1))"
     )
+
+
+def test_array_size_is_not_written_back_as_size() -> None:
+    """sqlglot reads ``array_size(a)`` as ``size(a)``, which Spark answers -1 (not NULL)
+    over a NULL array; ``window(...)`` does not parse under its own name."""
+    sql = parse_query("SELECT array_size(a) AS n, size(a) AS m, window(ts, '1 hour') AS w FROM t0")
+    assert (
+        sql.sql("spark")
+        == "SELECT ARRAY_SIZE(a) AS n, SIZE(a) AS m, WINDOW(ts, '1 hour') AS w FROM t0"
+    )
