@@ -90,6 +90,7 @@ def build_plan(
 ) -> Plan:
     tree = inline_named_windows(scoped_names(parse_query(query_text), qualify_name))
     tree = mark_unnamed(tree)
+    pivot.mark_unpivot_names(tree)
     _refuse_unmodelled(tree)
     sg_schema: dict[str, object] = {}
     for name, cols in schema.items():
@@ -347,7 +348,10 @@ class _Builder:
     def _select(self, select: exp.Select, ctes: dict[str, exp.Expr]) -> tuple[Node, list[str]]:
         source = pivot.pivoted_source(select)
         if source is not None:
-            return self._select(pivot.as_group_by(select, self._columns_of(source, ctes)), ctes)
+            columns = self._columns_of(source, ctes)
+            if any(p.args.get("unpivot") for p in source.args["pivots"]):
+                return self._select(pivot.as_lateral_view(select, columns), ctes)
+            return self._select(pivot.as_group_by(select, columns), ctes)
         if select.args.get("limit") or select.args.get("offset"):  # only query() ranks them
             raise NotIncremental("LIMIT", "LIMIT", "a LIMIT the compiler did not rank")
         for unsupported in ("pivots", "qualify", "connect", "prewhere"):
@@ -1126,12 +1130,11 @@ def _refuse_unmodelled(tree: exp.Query) -> None:
             "say which rows it keeps; recomputed FULL",
         )
     for n in nodes:
-        if isinstance(n, exp.Pivot) and n.args.get("unpivot"):
-            raise NotIncremental("PIVOT", "UNPIVOT", "has no delta rule yet; recomputed FULL")
         if isinstance(n, exp.Pivot) and not isinstance(n.parent and n.parent.parent, exp.From):
             # pivot.py rewrites a lone FROM relation's; one sqlglot hangs on a join
             # (Spark pivots the whole FROM clause) no operator would see
-            raise NotIncremental("PIVOT", "PIVOT", "of a FROM clause with joins; recomputed FULL")
+            kind = "UNPIVOT" if n.args.get("unpivot") else "PIVOT"
+            raise NotIncremental("PIVOT", kind, "of a FROM clause with joins; recomputed FULL")
     for n in nodes:
         if (call_name(n) in GENERATORS or isinstance(n, exp.Aliases)) and not modelled_generator(n):
             raise NotIncremental(

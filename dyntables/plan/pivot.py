@@ -18,7 +18,14 @@ What this does not write exactly refreshes FULL with ``PIVOT``: aggregates other
 COUNT, SUM, AVG, MIN and MAX (FIRST reads non-NULL values only in one of the two ways),
 DISTINCT or FILTER inside them, pivots by several columns or by a FLOAT/DOUBLE column
 (-0.0), values that are not plain literals of the column's kind (two of them could cast
-to one value), UNPIVOT, and a pivot over a FROM clause with joins.
+to one value), and a pivot over a FROM clause with joins.
+
+``UNPIVOT (v FOR c IN (a, b AS x))`` makes of each row one row per listed column: the
+other columns, the column's name (as written, or its alias) and its value, without the
+rows whose values are all NULL unless INCLUDE NULLS. That is a function of the row
+alone, the LATERAL VIEW ``inline(array(struct('a' AS c, a AS v), ...))`` whose rule
+the generators have; ``array`` widens the values' types as UNPIVOT does (checked
+against Spark for INT beside BIGINT, DECIMAL and DOUBLE).
 """
 
 from __future__ import annotations
@@ -46,6 +53,82 @@ def pivoted_source(select: exp.Select) -> exp.Expr | None:
         return None
     source: exp.Expr = from_.this
     return source
+
+
+_NAMES = "dyntables_unpivot_names"
+_GENERATED = "__dyntables_unpivot"
+
+
+def mark_unpivot_names(tree: exp.Expr) -> None:
+    """Record on each UNPIVOT the names its rows carry, as written: qualifying the query
+    lower-cases every identifier, and ``IN (Amount)`` names its rows ``Amount``."""
+    for node in tree.find_all(exp.Pivot):
+        if not node.args.get("unpivot") or len(node.args.get("fields") or []) != 1:
+            continue
+        names = []
+        for entry in node.args["fields"][0].expressions:
+            if isinstance(entry, exp.PivotAlias):
+                names.append(entry.alias)
+                continue
+            parts = entry.expressions if isinstance(entry, exp.Tuple) else [entry]
+            names.append("_".join(p.name for p in parts))
+        node.meta[_NAMES] = names
+
+
+def as_lateral_view(select: exp.Select, columns: Sequence[str]) -> exp.Select:
+    """``select``, whose FROM relation (of output ``columns``) carries an UNPIVOT,
+    reading instead the LATERAL VIEW that computes it, under the unpivot's alias."""
+    source = pivoted_source(select)
+    assert source is not None
+    (unpivot,) = source.args["pivots"]
+    names = unpivot.meta.get(_NAMES)
+    fields = unpivot.args.get("fields") or []
+    if select.args.get("joins") or select.args.get("laterals") or names is None:
+        raise NotIncremental("PIVOT", "UNPIVOT", "of a FROM clause with joins; recomputed FULL")
+    if not columns or any(c == "*" for c in columns):
+        raise NotIncremental("PIVOT", "UNPIVOT", "of a relation whose columns are not known")
+    entries = [e.this if isinstance(e, exp.PivotAlias) else e for e in fields[0].expressions]
+    value_names = [v.name for v in unpivot.expressions]
+    if isinstance(unpivot.expressions[0], exp.Tuple):
+        value_names = [v.name for v in unpivot.expressions[0].expressions]
+    name_column = fields[0].this.name
+    rows = []
+    read: set[str] = set()
+    for name, entry in zip(names, entries, strict=True):
+        values = entry.expressions if isinstance(entry, exp.Tuple) else [entry]
+        if len(values) != len(value_names) or not all(isinstance(v, exp.Column) for v in values):
+            raise NotIncremental("PIVOT", "UNPIVOT", "values other than columns")
+        read |= {v.name.lower() for v in values}
+        fields_of_row = [exp.alias_(exp.Literal.string(name), name_column)]
+        fields_of_row += [exp.alias_(v.copy(), n) for v, n in zip(values, value_names, strict=True)]
+        rows.append(exp.Struct(expressions=fields_of_row))
+    table = source.alias_or_name
+    made = [name_column, *value_names]
+    view = exp.Lateral(
+        this=exp.Inline(this=exp.Array(expressions=rows)),
+        view=True,
+        alias=exp.TableAlias(
+            this=exp.to_identifier(_GENERATED),
+            columns=[exp.to_identifier(c) for c in made],
+        ),
+    )
+    keys_out = [exp.column(c, table=table) for c in columns if c.lower() not in read]
+    out_items = [*keys_out, *(exp.column(c, table=_GENERATED) for c in made)]
+    plain = source.copy()
+    plain.set("pivots", None)
+    expanded = exp.Select(expressions=out_items).from_(plain)
+    expanded.set("laterals", [view])
+    if not unpivot.args.get("include_nulls"):
+        all_null = exp.and_(
+            *(
+                exp.Is(this=exp.column(v, table=_GENERATED), expression=exp.null())
+                for v in value_names
+            )
+        )
+        expanded = expanded.where(exp.Not(this=exp.paren(all_null)))
+    out = select.copy()
+    out.set("from_", exp.From(this=expanded.subquery(unpivot.alias or table)))
+    return out
 
 
 def as_group_by(select: exp.Select, columns: Sequence[str]) -> exp.Select:

@@ -212,7 +212,7 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
             "SELECT * FROM t1 AS a JOIN t1 AS b ON a.k = b.k PIVOT (COUNT(*) FOR b.s IN ('a'))",
             "PIVOT",
         ),
-        ("SELECT * FROM (SELECT k, n, z FROM t0) UNPIVOT (v FOR c IN (n, z))", "PIVOT"),
+        ("SELECT * FROM t1 AS a JOIN t1 AS b ON a.k = b.k UNPIVOT (v FOR c IN (a.s))", "PIVOT"),
         ("SELECT a FROM t1 AS x(a)", "UNRESOLVED_QUERY"),  # two columns, one name
         # scalar subqueries that may return other than one row, whose value reads the
         # outer row or sits above an aggregate (Spark refuses both), or is correlated

@@ -8,7 +8,7 @@ from sqlglot import exp
 
 from dyntables.plan.build import build_plan
 from dyntables.plan.not_incremental import NotIncremental
-from dyntables.plan.ops import Aggregate, Project, walk_post_order
+from dyntables.plan.ops import Aggregate, Filter, Generate, Project, walk_post_order
 from tests.plan.test_build import SCHEMA
 from tests.plan.test_query import qualify
 
@@ -57,3 +57,22 @@ def test_pivot_values_that_could_cast_to_one_value_refresh_full(values: str) -> 
     with pytest.raises(NotIncremental) as err:
         build_plan(f"SELECT * FROM t1 PIVOT (COUNT(*) FOR k IN ({values}))", SCHEMA, qualify)
     assert err.value.code == "PIVOT"
+
+
+def test_an_unpivot_is_a_lateral_view_named_as_written() -> None:
+    """Qualifying lower-cases identifiers; the rows carry the names as written."""
+    plan = build_plan(
+        "SELECT * FROM (SELECT k, n, z FROM t0) UNPIVOT (v FOR c IN (N, z AS `Zed`))",
+        SCHEMA,
+        qualify,
+    )
+    (generate,) = [n for n in walk_post_order(plan.root) if isinstance(n, Generate)]
+    names = [s.expressions[0].this.this for s in generate.call.find_all(exp.Struct)]
+    assert names == ["N", "Zed"]
+    assert [type(n).__name__ for n in walk_post_order(plan.root)].count("Filter") == 1
+    with_nulls = build_plan(
+        "SELECT * FROM (SELECT k, n, z FROM t0) UNPIVOT INCLUDE NULLS (v FOR c IN (n, z))",
+        SCHEMA,
+        qualify,
+    )
+    assert not any(isinstance(n, Filter) for n in walk_post_order(with_nulls.root))
