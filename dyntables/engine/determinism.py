@@ -14,41 +14,46 @@ from typing import Any
 
 
 def non_deterministic_call(df: Any) -> str | None:
-    """The SQL of the innermost non-deterministic call in ``df``'s analyzed plan, or None
-    when Spark deems the whole plan deterministic."""
+    """The SQL of an innermost non-deterministic call in ``df``'s analyzed plan, or None
+    when Spark deems the whole plan deterministic. ``spark_partition_id()`` does not
+    count: it is the filter that reads a never-written source as empty (query.never_true),
+    and a query's own is refused by name before."""
     plan = df._jdf.queryExecution().analyzed()
     if plan.deterministic():
         return None
-    return _in_plan(plan) or "a non-deterministic expression"
+    found: list[Any] = []
+    _in_plan(plan, found)
+    calls = [e for e in found if e.getClass().getSimpleName() != "SparkPartitionID"]
+    if not calls:
+        return None
+    sql: str = calls[0].sql()
+    return sql
 
 
 def _seq(scala_seq: Any) -> list[Any]:
     return [scala_seq.apply(i) for i in range(scala_seq.size())]
 
 
-def _in_plan(plan: Any) -> str | None:
+def _in_plan(plan: Any, found: list[Any]) -> None:
     for expression in _seq(plan.expressions()):
         if not expression.deterministic():
-            found = _in_expression(expression)
-            if found:
-                return found
+            _in_expression(expression, found)
     for child in _seq(plan.children()):
         if not child.deterministic():
-            found = _in_plan(child)
-            if found:
-                return found
-    return None
+            _in_plan(child, found)
 
 
-def _in_expression(expression: Any) -> str | None:
-    for child in _seq(expression.children()):
-        if not child.deterministic():
-            return _in_expression(child)
+def _in_expression(expression: Any, found: list[Any]) -> None:
+    children = [c for c in _seq(expression.children()) if not c.deterministic()]
+    for child in children:
+        _in_expression(child, found)
+    if children:
+        return
     # a subquery expression is non-deterministic through its plan
     if "SubqueryExpression" in _class_chain(expression):
-        return _in_plan(expression.plan())
-    sql: str = expression.sql()
-    return sql
+        _in_plan(expression.plan(), found)
+    else:
+        found.append(expression)
 
 
 def _class_chain(obj: Any) -> str:

@@ -122,6 +122,18 @@ def test_a_udf_marked_non_deterministic_is_refused_at_create(
     assert lh.sql(f"SHOW TABLES LIKE '{name}'").count() == 0
 
 
+def test_a_source_never_written_is_no_reason_to_refuse(lh: Lakehouse, unique) -> None:
+    """A source with no snapshot reads as empty through a spark_partition_id() filter,
+    which Spark calls non-deterministic: it is the pin's, not the query's."""
+    src, name = unique("never_written"), unique("over_empty")
+    lh.sql(f"CREATE TABLE {src} (k INT, v INT)")
+    lh.sql(f"CREATE DYNAMIC TABLE {name} AS SELECT k, SUM(v) AS s FROM {src} GROUP BY k")
+    assert lh.sql(f"SELECT * FROM {name}").count() == 0
+    lh.sql(f"INSERT INTO {src} VALUES (1, 2)")
+    lh.sql(f"REFRESH DYNAMIC TABLE {name}")
+    assert_oracle(lh, name)
+
+
 def test_a_query_sqlglot_would_write_back_otherwise_is_refused_at_create(
     lh: Lakehouse, pipeline, unique
 ) -> None:
