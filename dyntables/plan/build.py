@@ -43,7 +43,7 @@ from dyntables.plan.ops import (
     col,
     walk_post_order,
 )
-from dyntables.plan.query import parse_query, scoped_names, table_name
+from dyntables.plan.query import parse_query, scoped_names, table_name, type_protected_calls
 from dyntables.plan.render import spark_sql
 from dyntables.plan.time_windows import TIME_WINDOW_COLUMN, own_time_windows
 from dyntables.plan.windows import (
@@ -115,6 +115,7 @@ def build_plan(
         qualified = annotate_types(qualified, schema=sg_schema, dialect="spark")
     except Exception:  # noqa: BLE001 - untyped, every IN is recomputed: never wrong
         pass
+    type_protected_calls(qualified)
     unnamed = name_unnamed(qualified)
     if unnamed:
         raise NotIncremental(

@@ -53,12 +53,52 @@ NON_DETERMINISTIC_NAMES = frozenset(
 )
 
 
-# Calls sqlglot would not parse, or would write back as another function, read under a
-# placeholder name and restored as plain calls: sqlglot reads WINDOW as the named-window
-# keyword, so Spark's time bucket ``window(ts, '1 hour')`` does not parse; it reads
-# ``array_size(a)`` as ``size(a)``, which is -1, not NULL, over a NULL array
-_PROTECTED_CALLS = {"WINDOW": "dyntables_window_fn", "ARRAY_SIZE": "dyntables_array_size"}
+# Calls sqlglot would not parse, or would write back with another meaning, read under a
+# placeholder name and restored as plain calls, written back as the user wrote them
+# (with the type Spark gives them, where known: plain calls are untyped to sqlglot).
+# Each was checked against Spark (values differ after sqlglot's round trip):
+# - window(ts, '1 hour'): WINDOW is the named-window keyword to sqlglot, no parse;
+# - array_size(a): read as size(a), -1 (not NULL) over a NULL array;
+# - log10(x): written LOG(10, x): log10(1000) is 3.0, LOG(10, 1000) 2.9999999999999996;
+# - to_date(s, 'yyyy-MM-dd'): the default format dropped, TO_DATE(s) parses like a CAST
+#   ('2016' gives a date, not NULL); to_timestamp(x) becomes a CAST (true: a timestamp);
+# - datetime patterns (date_format, from_unixtime, to_timestamp, ...): a lone 'y'
+#   written 'yyyy', letters inside quoted text rewritten;
+# - date_trunc/trunc: a unit that is not a literal written as one, 'Q' as 'QUARTER';
+# - get_json_object: paths normalized ('a' is NULL in Spark, '$.a' is not);
+# - regexp_extract(s, p, -1): the index dropped; unix_date: INT written as a BIGINT
+#   DATEDIFF; date_sub(d, '1'): written as an addition Spark refuses.
+_PROTECTED_TYPES: dict[str, str | None] = {
+    "window": None,
+    "array_size": "INT",
+    "log10": "DOUBLE",
+    "to_date": "DATE",
+    "to_timestamp": "TIMESTAMP",
+    "to_timestamp_ntz": "TIMESTAMP_NTZ",
+    "to_timestamp_ltz": "TIMESTAMP",
+    "try_to_timestamp": "TIMESTAMP",
+    "to_unix_timestamp": "BIGINT",
+    "date_format": "STRING",
+    "from_unixtime": "STRING",
+    "date_trunc": "TIMESTAMP",
+    "trunc": "DATE",
+    "get_json_object": "STRING",
+    "regexp_extract": "STRING",
+    "regexp_extract_all": "ARRAY<STRING>",
+    "unix_date": "INT",
+    "date_sub": "DATE",
+}
+_PROTECTED_CALLS = {name.upper(): f"dyntables_{name}_fn" for name in _PROTECTED_TYPES}
 _RESTORED_CALLS = {v: k.lower() for k, v in _PROTECTED_CALLS.items()}
+
+
+def type_protected_calls(tree: exp.Expr) -> None:
+    """Give the restored plain calls the types Spark gives them (after sqlglot's type
+    annotation, which leaves plain calls untyped)."""
+    for node in tree.find_all(exp.Anonymous):
+        type_sql = _PROTECTED_TYPES.get(node.name.lower())
+        if type_sql is not None:
+            node.type = exp.DataType.build(type_sql, dialect="spark")
 
 
 def _protect_calls(text: str) -> str:
