@@ -28,7 +28,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # ty
         f"{s.known_bugs} known bugs reproduced, {s.seconds:.0f} s"
     )
     if TIMES:
-        slowest = ", ".join(f"{name} {sec:.0f} s" for sec, name in sorted(TIMES)[::-1][:5])
+        slowest = ", ".join(f"{name} {sec:.0f} s" for sec, name in sorted(TIMES)[::-1][:10])
         terminalreporter.write_line(f"differential: slowest scenarios: {slowest}")
     if config.getoption("verbose") > 0:
         terminalreporter.write_line(

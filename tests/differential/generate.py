@@ -1329,6 +1329,7 @@ class Scenario:
     seed: int | None = None
     shape: str | None = None
     bug: str | None = None  # set: a known bug (runs as a strict xfail)
+    slow: str | None = None  # set: a corpus file left to CI (.ci/run), with why
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -1353,6 +1354,8 @@ class Scenario:
         lines = [f"-- name: {self.name}"]
         if self.bug:
             lines.append(f"-- bug: {self.bug}")
+        if self.slow:
+            lines.append(f"-- slow: {self.slow}")
         if self.seed is not None:
             lines.append(f"-- seed: {self.seed}" + (f" shape: {self.shape}" if self.shape else ""))
         for dt, tags in sorted(self.tags.items()):
@@ -1406,7 +1409,7 @@ def split_statements(text: str) -> list[str]:
 def parse_scenario(text: str, name: str = "scenario") -> Scenario:
     sc = Scenario(name, [])
     for line in text.splitlines():
-        m = re.match(r"--\s*(name|bug|seed|tags\s+(\w+)):\s*(.*)$", line.strip())
+        m = re.match(r"--\s*(name|bug|slow|seed|tags\s+(\w+)):\s*(.*)$", line.strip())
         if not m:
             continue
         key, value = m.group(1), m.group(3).strip()
@@ -1414,6 +1417,8 @@ def parse_scenario(text: str, name: str = "scenario") -> Scenario:
             sc.name = value
         elif key == "bug":
             sc.bug = value
+        elif key == "slow":
+            sc.slow = value
         elif key == "seed":
             parts = value.split()
             sc.seed = int(parts[0])

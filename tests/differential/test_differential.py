@@ -57,7 +57,9 @@ def quick_results(lh) -> dict[str, Result]:  # type: ignore[no-untyped-def]
     ``THREADS`` at a time; the tests below report them one by one."""
     runs: list[tuple[str, Scenario]] = [(f"generated:{k}", sc) for k, sc in QUICK.items()]
     for path in sorted(CORPUS.glob("*.scn")):
-        runs.append((f"corpus:{path.stem}", parse_scenario(path.read_text(), path.stem)))
+        scenario = parse_scenario(path.read_text(), path.stem)
+        if not scenario.slow:
+            runs.append((f"corpus:{path.stem}", scenario))
 
     def run(item: tuple[str, Scenario]) -> tuple[str, Stats, Result]:
         stats = Stats()
@@ -375,10 +377,12 @@ def test_killed_refresh_process_fresh_warehouse(tmp_path: Path, point: str) -> N
 # -- the regression corpus ------------------------------------------------------------------------
 
 
-def _corpus() -> list[pytest.param]:  # type: ignore[valid-type]
+def _corpus(slow: bool = False) -> list[pytest.param]:  # type: ignore[valid-type]
     params = []
     for path in sorted(CORPUS.glob("*.scn")):
         scenario = parse_scenario(path.read_text(), path.stem)
+        if bool(scenario.slow) != slow:
+            continue
         marks = [pytest.mark.xfail(strict=True, reason=scenario.bug)] if scenario.bug else []
         params.append(pytest.param(path, id=path.stem, marks=marks))
     return params
@@ -387,3 +391,12 @@ def _corpus() -> list[pytest.param]:  # type: ignore[valid-type]
 @pytest.mark.parametrize("path", _corpus())
 def test_regression_scenario(quick_results: dict[str, Result], path: Path) -> None:
     _assert_ok(quick_results[f"corpus:{path.stem}"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", _corpus(slow=True))
+def test_slow_regression_scenario(harness: Harness, path: Path) -> None:
+    """The corpus files marked ``-- slow:``: the longest, whose features the quick
+    profile, the plan tests and the rules oracle also cover. ``make test`` leaves them to
+    CI, which runs them after it (``.ci/run``), and to ``make test-all``."""
+    _assert_ok(harness.run(parse_scenario(path.read_text(), path.stem)))
