@@ -257,6 +257,7 @@ SHAPES = (
     "grouping_sets",
     "top_n",
     "dt_over_dt",
+    "pivot",
     "rejected",
 )
 
@@ -907,6 +908,78 @@ class QueryGen:
         ]
         return pick(ch, forms)()
 
+    def pivot(self) -> Query:
+        """PIVOT (maintained as a GROUP BY, plan/pivot.py) or UNPIVOT (a LATERAL VIEW) of a
+        subquery over the FROM clause, read by an outer SELECT."""
+        ch = self.ch
+        rel = self.from_clause(2)
+        where = self.where(rel)
+        exact = [r for r in rel.scope if r.exact and r.type != DBL]
+        if chance(ch, 0.4):
+            return self._unpivot(rel, where, exact)
+        pivoted = pick(ch, [r for r in exact if r.type in (INT, BIGINT, STR, DATE, DEC)] or exact)
+        group = pick(ch, exact)
+        value = pick(ch, [r for r in rel.scope if r.exact])
+        body = (
+            f"SELECT {group.sql} AS g0, {pivoted.sql} AS p0, {value.sql} AS v0 "
+            f"FROM {rel.from_sql}{where}"
+        )
+        raw = [v for v in VALUES[pivoted.type] if v != "NULL" and "CAST" not in v]
+        values = subset(ch, raw, 1, min(3, len(raw))) + (["NULL"] if chance(ch, 0.3) else [])
+        named = [f"{v} AS w{i}" for i, v in enumerate(values)]
+        numeric = value.type in (INT, BIGINT, DEC, DBL)
+        kinds = ["COUNT(*)", "COUNT(v0)", "MIN(v0)", "MAX(v0)"]
+        kinds += ["SUM(v0)", "AVG(v0)"] if numeric else []
+        aggs = subset(ch, kinds, 1, 2)
+        single = len(aggs) == 1
+        tags = rel.tags | {"pivot", "group_by"}
+        calls = ", ".join(a if single else f"{a} AS a{i}" for i, a in enumerate(aggs))
+        cells: list[Col] = []
+        items = ["g0 AS c0"]  # Spark's grammar has no alias for a PIVOT
+        for i in range(len(values)):
+            for j, a in enumerate(aggs):
+                name = f"w{i}" if single else f"w{i}_a{j}"
+                items.append(f"{name} AS c{len(items)}")
+                if a.startswith("COUNT"):
+                    cells.append(Col(f"c{len(cells) + 1}", BIGINT))
+                elif a.startswith(("MIN", "MAX")):
+                    cells.append(Col(f"c{len(cells) + 1}", value.type))
+                else:
+                    cells.append(Col(f"c{len(cells) + 1}", DBL, exact=False))
+        sql = (
+            f"SELECT {', '.join(items)} FROM ({body}) PIVOT ({calls} FOR p0 IN "
+            f"({', '.join(named)}))"
+        )
+        if chance(ch, 0.3):
+            sql += " WHERE g0 IS NOT NULL"
+        return Query(sql, [Col("c0", group.type, group.key), *cells], tags, rel.tables)
+
+    def _unpivot(self, rel: Rel, where: str, exact: Sequence[Ref]) -> Query:
+        ch = self.ch
+        families = [
+            [r for r in exact if r.type in (INT, BIGINT, DEC)],
+            [r for r in exact if r.type == STR],
+            [r for r in exact if r.type == DATE],
+        ]
+        family = pick(ch, [f for f in families if len(f) >= 2] or [list(exact)])
+        listed = subset(ch, family, 1, 3)
+        kept = pick(ch, exact)
+        items = [f"{kept.sql} AS i0"] + [f"{r.sql} AS u{i}" for i, r in enumerate(listed)]
+        body = f"SELECT {', '.join(items)} FROM {rel.from_sql}{where}"
+        names = [f"u{i}" if chance(ch, 0.5) else f"u{i} AS `U{i}x`" for i in range(len(listed))]
+        nulls = " INCLUDE NULLS" if chance(ch, 0.4) else ""
+        same = len({r.type for r in listed}) == 1
+        sql = (
+            f"SELECT up.i0 AS c0, up.name AS c1, up.val AS c2 FROM ({body}) UNPIVOT{nulls} "
+            f"(val FOR name IN ({', '.join(names)})) AS up"
+        )
+        cols = [
+            Col("c0", kept.type, kept.key),
+            Col("c1", STR),
+            Col("c2", listed[0].type if same else DBL, exact=same),
+        ]
+        return Query(sql, cols, rel.tags | {"unpivot", "generator"}, rel.tables)
+
     def distinct(self) -> Query:
         q = self.spj(max_tables=2)
         q.sql = q.sql.replace("SELECT ", "SELECT DISTINCT ", 1)
@@ -1300,6 +1373,8 @@ class QueryGen:
             cols.append(Col(f"c{len(cols)}", typ, False, exact))
             sql = f"SELECT {', '.join(items)} FROM {rel.from_sql}{rel.where_sql(conj)}"
             return Query(sql, cols, rel.tags, rel.tables)
+        if shape == "pivot":
+            return self.pivot()
         if shape == "rejected":
             return self.rejected()
         raise ValueError(f"unknown shape {shape}")
@@ -1733,7 +1808,7 @@ QUICK_GROUPS: tuple[tuple[str, ...], ...] = (
         "scalar_subquery",
         "grouping_sets",
     ),
-    ("window_rank", "window_dedup", "window_agg", "top_n", "dt_over_dt", "rejected"),
+    ("window_rank", "window_dedup", "window_agg", "top_n", "dt_over_dt", "pivot", "rejected"),
 )
 
 
@@ -1822,6 +1897,7 @@ SHAPE_TAGS: dict[str, set[str]] = {
     "window_rank": {"window_rank", "window_rownum", "window_lag"},
     "window_agg": {"window_agg", "window_frame"},
     "dt_over_dt": {"dt_over_dt"},
+    "pivot": {"pivot", "unpivot"},
 }
 
 
