@@ -29,24 +29,39 @@ def _operator(e: object) -> bool:
     )
 
 
-def parenthesized(tree: E) -> E:
-    """A copy of ``tree`` with every operator's operator operands in parentheses."""
-    out = tree.copy()
-    for node in list(out.walk()):
+def _bare_operands(tree: exp.Expr) -> list[tuple[exp.Expr, str, exp.Expr]]:
+    """(operator, arg key, operand) for every operand of an operator that is itself an
+    operator and not yet in parentheses."""
+    found = []
+    for node in tree.walk():
         # ESCAPE's operand is the LIKE it belongs to: ``(x LIKE p) ESCAPE c`` is no SQL
         if not _operator(node) or isinstance(node, exp.Escape):
             continue
-        if isinstance(node, exp.In):
-            keys: tuple[str, ...] = ("this",)
-        else:
-            keys = _OPERANDS
+        keys = ("this",) if isinstance(node, exp.In) else _OPERANDS
         for key in keys:
             child = node.args.get(key)
-            if _operator(child):
-                node.set(key, exp.Paren(this=child))
+            if isinstance(child, exp.Expr) and _operator(child):
+                found.append((node, key, child))
+    return found
+
+
+def parenthesized(tree: E) -> E:
+    """A copy of ``tree`` with every operator's operator operands in parentheses."""
+    out = tree.copy()
+    for node, key, child in _bare_operands(out):
+        node.set(key, exp.Paren(this=child))
     return out
 
 
 def spark_sql(tree: exp.Expr) -> str:
-    """The Spark SQL text of ``tree``, as its operator tree means it."""
-    return parenthesized(tree).sql("spark")
+    """The Spark SQL text of ``tree``, as its operator tree means it. The parentheses are
+    put in for the writing and taken out after it, rather than written into a copy: a
+    refresh writes large trees, and copying one cost more than writing it."""
+    bare = _bare_operands(tree)
+    for node, key, child in bare:
+        node.set(key, exp.Paren(this=child))
+    try:
+        return tree.sql("spark")
+    finally:
+        for node, key, child in bare:
+            node.set(key, child)
