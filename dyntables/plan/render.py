@@ -12,6 +12,7 @@ parenthesized before the text is written: parentheses never change what a tree m
 
 from __future__ import annotations
 
+import threading
 from typing import TypeVar
 
 from sqlglot import exp
@@ -21,6 +22,7 @@ E = TypeVar("E", bound=exp.Expr)
 # written as something other than an infix or prefix operator over its operands
 _NOT_OPERATORS = (exp.Dot, exp.Kwarg, exp.PropertyEQ, exp.Paren, exp.SubqueryPredicate)
 _OPERANDS = ("this", "expression", "low", "high")
+_WRITING = threading.Lock()
 
 
 def _operator(e: object) -> bool:
@@ -56,12 +58,14 @@ def parenthesized(tree: E) -> E:
 def spark_sql(tree: exp.Expr) -> str:
     """The Spark SQL text of ``tree``, as its operator tree means it. The parentheses are
     put in for the writing and taken out after it, rather than written into a copy: a
-    refresh writes large trees, and copying one cost more than writing it."""
-    bare = _bare_operands(tree)
-    for node, key, child in bare:
-        node.set(key, exp.Paren(this=child))
-    try:
-        return tree.sql("spark")
-    finally:
+    refresh writes large trees, and copying one cost more than writing it. One writing
+    at a time, so that a tree two threads write is never seen half-parenthesized."""
+    with _WRITING:
+        bare = _bare_operands(tree)
         for node, key, child in bare:
-            node.set(key, child)
+            node.set(key, exp.Paren(this=child))
+        try:
+            return tree.sql("spark")
+        finally:
+            for node, key, child in bare:
+                node.set(key, child)
