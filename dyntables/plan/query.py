@@ -122,8 +122,10 @@ def _protect_calls(text: str) -> str:
 
 
 def _restore_calls(node: exp.Expr) -> exp.Expr:
+    # renamed in place: a new node would hide its arguments' own protected calls
+    # (trunc(to_date(...), 'MM')) from the rest of the transform
     if isinstance(node, exp.Anonymous) and node.name.lower() in _RESTORED_CALLS:
-        return exp.Anonymous(this=_RESTORED_CALLS[node.name.lower()], expressions=node.expressions)
+        node.set("this", _RESTORED_CALLS[node.name.lower()])
     return node
 
 
