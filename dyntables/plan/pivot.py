@@ -83,8 +83,10 @@ def as_lateral_view(select: exp.Select, columns: Sequence[str]) -> exp.Select:
     (unpivot,) = source.args["pivots"]
     names = unpivot.meta.get(_NAMES)
     fields = unpivot.args.get("fields") or []
-    if select.args.get("joins") or select.args.get("laterals") or names is None:
+    if select.args.get("joins") or select.args.get("laterals"):
         raise NotIncremental("PIVOT", "UNPIVOT", "of a FROM clause with joins; recomputed FULL")
+    if names is None:  # mark_unpivot_names takes one name column
+        raise NotIncremental("PIVOT", "UNPIVOT", "of several name columns; recomputed FULL")
     if not columns or any(c == "*" for c in columns):
         raise NotIncremental("PIVOT", "UNPIVOT", "of a relation whose columns are not known")
     entries = [e.this if isinstance(e, exp.PivotAlias) else e for e in fields[0].expressions]
@@ -114,9 +116,7 @@ def as_lateral_view(select: exp.Select, columns: Sequence[str]) -> exp.Select:
     )
     keys_out = [exp.column(c, table=table) for c in columns if c.lower() not in read]
     out_items = [*keys_out, *(exp.column(c, table=_GENERATED) for c in made)]
-    plain = source.copy()
-    plain.set("pivots", None)
-    expanded = exp.Select(expressions=out_items).from_(plain)
+    expanded = exp.Select(expressions=out_items).from_(_without_pivots(source))
     expanded.set("laterals", [view])
     if not unpivot.args.get("include_nulls"):
         all_null = exp.and_(
@@ -126,9 +126,7 @@ def as_lateral_view(select: exp.Select, columns: Sequence[str]) -> exp.Select:
             )
         )
         expanded = expanded.where(exp.Not(this=exp.paren(all_null)))
-    out = select.copy()
-    out.set("from_", exp.From(this=expanded.subquery(unpivot.alias or table)))
-    return out
+    return _reading(select, expanded, unpivot.alias or table)
 
 
 def as_group_by(select: exp.Select, columns: Sequence[str]) -> exp.Select:
@@ -138,8 +136,6 @@ def as_group_by(select: exp.Select, columns: Sequence[str]) -> exp.Select:
     source = pivoted_source(select)
     assert source is not None
     pivots = source.args["pivots"]
-    if any(p.args.get("unpivot") for p in pivots):
-        raise NotIncremental("PIVOT", "UNPIVOT", "has no delta rule yet; recomputed FULL")
     if len(pivots) != 1 or select.args.get("joins") or select.args.get("laterals"):
         raise _refuse("a pivot of a FROM clause with joins")
     if not columns or any(c == "*" for c in columns):  # the GROUP BY would miss keys
@@ -195,13 +191,22 @@ def as_group_by(select: exp.Select, columns: Sequence[str]) -> exp.Select:
                 )
             cells.append(exp.alias_(cell, next(names_iter).name, quoted=True))
 
-    plain = source.copy()
-    plain.set("pivots", None)
-    grouped = exp.Select(expressions=[*keys_out, *cells]).from_(plain)
+    grouped = exp.Select(expressions=[*keys_out, *cells]).from_(_without_pivots(source))
     if keys_out:
         grouped = grouped.group_by(*[k.copy() for k in keys_out])
+    return _reading(select, grouped, pivot.alias or table)
+
+
+def _without_pivots(source: exp.Expr) -> exp.Expr:
+    plain = source.copy()
+    plain.set("pivots", None)
+    return plain
+
+
+def _reading(select: exp.Select, body: exp.Select, alias: str) -> exp.Select:
+    """``select`` reading ``body``, under ``alias``, in place of its FROM relation."""
     out = select.copy()
-    out.set("from_", exp.From(this=grouped.subquery(pivot.alias or table)))
+    out.set("from_", exp.From(this=body.subquery(alias)))
     return out
 
 

@@ -13,11 +13,8 @@ parenthesized before the text is written: parentheses never change what a tree m
 from __future__ import annotations
 
 import threading
-from typing import TypeVar
 
 from sqlglot import exp
-
-E = TypeVar("E", bound=exp.Expr)
 
 # written as something other than an infix or prefix operator over its operands
 _NOT_OPERATORS = (exp.Dot, exp.Kwarg, exp.PropertyEQ, exp.Paren, exp.SubqueryPredicate)
@@ -45,14 +42,6 @@ def _bare_operands(tree: exp.Expr) -> list[tuple[exp.Expr, str, exp.Expr]]:
             if isinstance(child, exp.Expr) and _operator(child):
                 found.append((node, key, child))
     return found
-
-
-def parenthesized(tree: E) -> E:
-    """A copy of ``tree`` with every operator's operator operands in parentheses."""
-    out = tree.copy()
-    for node, key, child in _bare_operands(out):
-        node.set(key, exp.Paren(this=child))
-    return out
 
 
 def spark_sql(tree: exp.Expr) -> str:
