@@ -56,7 +56,7 @@ def as_ranked(query: exp.Query) -> exp.Select:
     for ordered in order.expressions:
         assert isinstance(ordered, exp.Ordered)
         key = ordered.this
-        name = _output_name(key, by_name, names)
+        name = _output_name(key, by_name, names) or _selected_as(key, rows)
         if name is None:
             name = _hide(rows, key, by_name, len(hidden))
             hidden.append(name)
@@ -98,6 +98,18 @@ def _output_name(key: exp.Expr, by_name: dict[str, str], names: list[str]) -> st
     if isinstance(key, exp.Literal) and not key.is_string and key.this.isdigit():
         position = int(key.this)
         return names[position - 1] if 0 < position <= len(names) else None
+    return None
+
+
+def _selected_as(key: exp.Expr, rows: exp.Query) -> str | None:
+    """The name of the select list's item that is ``key`` as written (``ORDER BY t1.s``
+    of ``SELECT DISTINCT t1.s AS s``): its value is that column's in every row, so a
+    DISTINCT can be ordered by it."""
+    if not isinstance(rows, exp.Select):
+        return None
+    for item in rows.expressions:
+        if item.alias_or_name and item.unalias() == key:
+            return item.alias_or_name
     return None
 
 

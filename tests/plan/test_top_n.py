@@ -33,6 +33,9 @@ def ops(sql: str) -> list[type]:
         "SELECT k FROM t0 ORDER BY t0.n DESC NULLS FIRST, k LIMIT 5",
         "SELECT k FROM t0 UNION ALL SELECT k FROM t1 ORDER BY k LIMIT 2",
         "SELECT DISTINCT s FROM t0 ORDER BY s LIMIT 2",
+        # a DISTINCT ordered by a selected column as written (with its table), not by name
+        "SELECT DISTINCT t1.c, t0.k FROM t0 JOIN t1 ON t0.k = t1.k ORDER BY t1.c LIMIT 2",
+        "SELECT DISTINCT k, s FROM t0 ORDER BY t0.s DESC, t0.k LIMIT 2",
         "WITH g AS (SELECT k, MAX(n) AS m FROM t0 GROUP BY k) SELECT k, m FROM g ORDER BY m, k LIMIT 1",
         "SELECT x.k FROM (SELECT k FROM t0 ORDER BY n LIMIT 3) AS x JOIN t1 ON x.k = t1.k",
         "SELECT k FROM t0 ORDER BY k OFFSET 2",
