@@ -822,6 +822,8 @@ class _Builder:
                 scope = {**scope, (name, subquery.VALUE): right.columns[keys]}
                 if joined.empty is not None:
                     scope[(name, subquery.MARKER)] = right.columns[keys + 1]
+                    for i in range(joined.typed):
+                        scope[(name, f"{subquery.AGGREGATE}{i}")] = right.columns[keys + 2 + i]
             sq.replace(subquery.valued(name, joined.empty))
         return node, scope, select, late
 

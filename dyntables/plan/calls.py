@@ -151,15 +151,6 @@ def recomputable(n: exp.Expr) -> bool:
     return "this" in given and given <= allowed
 
 
-def over_no_rows(n: exp.Expr) -> exp.Expr | None:
-    """An aggregate call's value over no rows (0 for the counts, else NULL); None for an
-    expression that is not an aggregate call."""
-    agg = n.this if isinstance(n, exp.Filter) else n
-    if not is_aggregate_call(agg):
-        return None
-    return exp.Literal.number(0) if isinstance(agg, COUNTS) else exp.null()
-
-
 def call_name(n: exp.Expr) -> str:
     """A call's function name in lower case, as Spark knows it (``""``: not a call)."""
     if isinstance(n, exp.Anonymous):

@@ -12,8 +12,12 @@ the same, ``RewriteCorrelatedScalarSubquery``):
   aggregate grouped by the inner side of the equalities, LEFT-joined on them. A group
   exists for each key with rows, so an outer row meets at most one; an outer row that
   meets none (no rows, or a NULL key, which equals nothing) gets the aggregate over no
-  rows: COUNT is 0 there, every other aggregate NULL (the "COUNT bug" of naive
-  decorrelation), told apart by a COUNT(*) that is never NULL in a group that exists.
+  rows: COUNT is 0 there, COLLECT_LIST and COLLECT_SET an empty list, every other
+  aggregate NULL (the "COUNT bug" of naive decorrelation), told apart by a COUNT(*) that
+  is never NULL in a group that exists. Those NULLs and empty lists are read from the
+  aggregates' own columns of the join, which are NULL there: a function over them needs
+  their type (``array_sort(NULL)`` does not resolve; ``coalesce(SUM(d), 0)`` over no
+  rows is ``0.00`` for a DECIMAL d, not ``0``).
 * correlated by more than equalities, ``(SELECT SUM(y) FROM s WHERE s.k = t.k AND
   s.ts <= t.ts)``: the same, grouped by the distinct values of the outer columns the
   correlation reads, joined with s on it (``_join_by_outer_values``).
@@ -32,7 +36,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from dyntables.plan.calls import over_no_rows
+from dyntables.plan.calls import COUNTS, call_name, is_aggregate_call
 
 # the alias the builder gives a scalar subquery's columns in the outer scope; never a
 # table alias of the user's (sqlglot's qualify names sources after their tables)
@@ -42,6 +46,16 @@ KEY = "__k"
 VALUES_ALIAS = "__dyntables_outer"
 VALUE = "v"
 MARKER = "n"
+# the body's columns after the marker: the aggregates the value over no rows reads, as
+# columns of this placeholder table until the builder names the join (``valued``)
+AGGREGATE = "a"
+EMPTY_OF = "__dyntables_empty"
+# aggregates whose value over no rows is an empty list
+COLLECTIONS = (exp.ArrayAgg, exp.ArrayUniqueAgg)
+# aggregates whose value over no rows is neither NULL, 0 nor an empty list
+_OTHER_OVER_NO_ROWS = frozenset(
+    {"count_min_sketch", "hll_sketch_agg", "hll_union_agg", "bitmap_construct_agg", "bitmap_or_agg"}
+)
 
 
 class Unsupported(Exception):
@@ -56,12 +70,14 @@ class Unsupported(Exception):
 @dataclass(frozen=True)
 class ScalarJoin:
     """A scalar subquery as a join: ``body`` is the query to join (its first
-    ``len(outer_keys)`` columns the keys, then the value, then the marker when
-    ``empty`` is not None); ``empty`` is the value over no rows (correlated only)."""
+    ``len(outer_keys)`` columns the keys, then the value, then, when ``empty`` is not
+    None, the marker and the ``typed`` aggregates ``empty`` reads); ``empty`` is the value
+    over no rows (correlated only)."""
 
     body: exp.Select
     outer_keys: tuple[exp.Expr, ...]
     empty: exp.Expr | None
+    typed: int = 0
     # the keys meet as ``<=>`` does, NULL equal to NULL (see _join_by_outer_values)
     null_safe: bool = False
 
@@ -130,15 +146,14 @@ def scalar_join(
     body = query.copy()
     items: list[exp.Expr] = [exp.alias_(k.copy(), f"{KEY}{i}") for i, k in enumerate(inner_keys)]
     items.append(exp.alias_(value.copy(), VALUE))
-    empty = empty_value(value) if inner_keys else None
-    if empty is not None:
-        items.append(exp.alias_(exp.Count(this=exp.Star()), MARKER))
+    empty, typed = empty_value(value) if inner_keys else (None, [])
+    items.extend(_empty_columns(empty, typed))
     body.set("expressions", items)
     body.set("where", exp.Where(this=exp.and_(*local)) if local else None)
     body.set("order", None)
     if inner_keys:
         body.set("group", exp.Group(expressions=[k.copy() for k in inner_keys]))
-    return ScalarJoin(body, tuple(outer_keys), empty)
+    return ScalarJoin(body, tuple(outer_keys), empty, len(typed))
 
 
 def _join_by_outer_values(
@@ -197,29 +212,58 @@ def _join_by_outer_values(
     body.set("joins", [*(body.args.get("joins") or []), joined])
     keys = [exp.column(names[k], table=VALUES_ALIAS) for k in columns]
     value = body.expressions[0].unalias()
-    empty = empty_value(value)
+    empty, read = empty_value(value)
     items: list[exp.Expr] = [exp.alias_(k.copy(), k.name) for k in keys]
     items.append(exp.alias_(value.copy(), VALUE))
-    if empty is not None:
-        items.append(exp.alias_(exp.Count(this=exp.Star()), MARKER))
+    items.extend(_empty_columns(empty, read))
     body.set("expressions", items)
     body.set("where", exp.Where(this=exp.and_(*local)) if local else None)
     body.set("order", None)
     body.set("group", exp.Group(expressions=keys))
-    return ScalarJoin(body, tuple(c.copy() for c in columns.values()), empty, null_safe=True)
+    return ScalarJoin(
+        body, tuple(c.copy() for c in columns.values()), empty, len(read), null_safe=True
+    )
 
 
-def empty_value(value: exp.Expr) -> exp.Expr | None:
-    """``value`` over no rows: COUNT (COUNT_IF, REGR_COUNT) is 0, any other aggregate
-    (also those sqlglot reads as plain calls, such as TRY_SUM) NULL; None when that is a
-    bare NULL (an aggregate other than COUNT), which the LEFT join gives anyway."""
+def empty_value(value: exp.Expr) -> tuple[exp.Expr | None, list[exp.Expr]]:
+    """``value`` over no rows, and the aggregates it reads as columns of ``EMPTY_OF``
+    (``AGGREGATE`` and their position): a count is 0, a COLLECT_LIST or COLLECT_SET an
+    empty list, any other aggregate (also those sqlglot reads as plain calls, such as
+    TRY_SUM) its own column, which is NULL, of its type, where no group was found. None
+    when that is the bare aggregate's NULL, which the LEFT join gives anyway."""
+    typed: list[exp.Expr] = []
 
     def replaced(n: exp.Expr) -> exp.Expr:
-        empty = over_no_rows(n)
-        return n if empty is None else empty
+        agg = n.this if isinstance(n, exp.Filter) else n
+        if not is_aggregate_call(agg):
+            return n
+        if isinstance(agg, COUNTS):
+            return exp.cast(exp.Literal.number(0), exp.DataType.build("bigint"))
+        if call_name(agg) in _OTHER_OVER_NO_ROWS:
+            raise Unsupported(
+                "SUBQUERY_EXPRESSION",
+                f"a correlated scalar subquery of {call_name(agg).upper()}, whose value over "
+                "no rows is not NULL",
+            )
+        column = exp.column(f"{AGGREGATE}{len(typed)}", table=EMPTY_OF)
+        typed.append(n.copy())
+        if isinstance(agg, COLLECTIONS):
+            return exp.func("coalesce", column, exp.Array())
+        return column
 
     empty = value.transform(replaced)  # replaced nodes are not descended into
-    return None if isinstance(empty, exp.Null) else empty
+    if isinstance(empty, exp.Column) and empty.table == EMPTY_OF:
+        return None, []
+    return empty, typed
+
+
+def _empty_columns(empty: exp.Expr | None, typed: list[exp.Expr]) -> list[exp.Expr]:
+    """The body's columns after its value that tell and give its value over no rows:
+    the marker, a COUNT(*) never NULL where a group exists, and the aggregates."""
+    if empty is None:
+        return []
+    marker = exp.alias_(exp.Count(this=exp.Star()), MARKER)
+    return [marker, *(exp.alias_(a, f"{AGGREGATE}{i}") for i, a in enumerate(typed))]
 
 
 def valued(alias: str, empty: exp.Expr | None) -> exp.Expr:
@@ -229,7 +273,11 @@ def valued(alias: str, empty: exp.Expr | None) -> exp.Expr:
     if empty is None:
         return value
     missing = exp.Is(this=exp.column(MARKER, table=alias), expression=exp.null())
-    return exp.case().when(missing, empty.copy()).else_(value)
+    over_none = empty.copy()
+    for c in list(over_none.find_all(exp.Column)):
+        if c.table == EMPTY_OF:
+            c.replace(exp.column(c.name, table=alias))
+    return exp.case().when(missing, over_none).else_(value)
 
 
 def not_in_parts(sub: exp.In) -> tuple[exp.Expr, exp.Select]:

@@ -432,7 +432,7 @@ def test_a_correlated_scalar_subquery_is_a_left_join_with_its_groups() -> None:
     assert len(agg.keys) == 1 and sorted(a.func for a in agg.aggs) == ["count", "count_star"]
     assert isinstance(plan.root, Project)
     value = plan.root.exprs[1].sql("spark")
-    assert value.startswith("CASE WHEN") and "THEN 0 + 1 ELSE" in value
+    assert value.startswith("CASE WHEN") and "THEN CAST(0 AS BIGINT) + 1 ELSE" in value
 
 
 def test_a_correlated_sum_needs_no_marker() -> None:
@@ -445,6 +445,37 @@ def test_a_correlated_sum_needs_no_marker() -> None:
     (agg,) = [n for n in walk_post_order(plan.root) if isinstance(n, Aggregate)]
     assert [a.func for a in agg.aggs] == ["sum"]
     assert "CASE" not in plan.root.exprs[1].sql("spark")  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("value", "over_none"),
+    [
+        # a list over no rows is empty, not NULL; a NULL a function reads has its type
+        ("size(COLLECT_SET(t1.s))", "SIZE(COALESCE(c"),
+        ("coalesce(MAX(t1.s), 'none')", "COALESCE(c"),
+    ],
+)
+def test_a_correlated_value_over_no_rows_reads_its_aggregates_columns(
+    value: str, over_none: str
+) -> None:
+    plan = build_plan(
+        f"SELECT t0.k, (SELECT {value} FROM t1 WHERE t1.k = t0.k) AS v FROM t0", SCHEMA, qualify
+    )
+    (agg,) = [n for n in walk_post_order(plan.root) if isinstance(n, Aggregate)]
+    assert "count_star" in [a.func for a in agg.aggs]  # the marker
+    written = plan.root.exprs[1].sql("spark")  # type: ignore[attr-defined]
+    assert f"THEN {over_none}" in written and "NULL ELSE" not in written
+
+
+def test_an_aggregate_whose_value_over_no_rows_is_not_null_stays_full() -> None:
+    with pytest.raises(NotIncremental) as err:
+        build_plan(
+            "SELECT t0.k, (SELECT hll_sketch_estimate(hll_sketch_agg(t1.k)) FROM t1 "
+            "WHERE t1.k = t0.k) AS v FROM t0",
+            SCHEMA,
+            qualify,
+        )
+    assert err.value.code in {"SUBQUERY_EXPRESSION", "AGGREGATE_FUNCTION"}
 
 
 def test_a_scalar_subquery_correlated_by_a_range_aggregates_per_distinct_outer_value() -> None:
