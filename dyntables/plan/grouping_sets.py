@@ -103,7 +103,7 @@ def branch(select: exp.Select, keys: list[exp.Expr], everything: list[exp.Expr])
         if isinstance(n, exp.GroupingId):
             return _bits(n.expressions or everything, absent, "BIGINT")
         if n in absent:
-            return exp.null()
+            return null_of(n)
         return n
 
     def visit(e: exp.Expr) -> exp.Expr:
@@ -131,6 +131,21 @@ def branch(select: exp.Select, keys: list[exp.Expr], everything: list[exp.Expr])
     out.set("group", exp.Group(expressions=group_by))
     out.set("order", None)
     return out
+
+
+def null_of(key: exp.Expr) -> exp.Expr:
+    """The NULL an absent key shows: of the key's type when the key is a column, whose
+    type the query's schema gives (an expression's sqlglot infers, sometimes otherwise
+    than Spark). A function over it needs its type: ``array_sort(NULL)`` does not
+    resolve, and ``coalesce(d, 0)`` of a DECIMAL(10,2) d is ``0.00``, not ``0``."""
+    kind = key.type
+    if (
+        not isinstance(key, exp.Column)
+        or kind is None
+        or kind.is_type(exp.DType.UNKNOWN, exp.DType.NULL)
+    ):
+        return exp.null()
+    return exp.cast(exp.null(), kind.copy())
 
 
 def _bits(args: list[exp.Expr], absent: list[exp.Expr], type_sql: str) -> exp.Expr:

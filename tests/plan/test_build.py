@@ -557,8 +557,9 @@ def test_grouping_sets_are_one_group_by_each(group_by: str, sets: list[list[str]
 
 
 def test_a_grouping_set_shows_the_keys_it_lacks_as_null_and_says_so() -> None:
-    """Outside aggregates a key the set lacks is NULL (SUM(k) still sums k); GROUPING(k)
-    is 1 for it, GROUPING_ID() those bits over all the keys, the first the highest."""
+    """Outside aggregates a key the set lacks is a NULL of its type (SUM(k) still sums k);
+    GROUPING(k) is 1 for it, GROUPING_ID() those bits over all the keys, the first the
+    highest."""
     plan = build_plan(
         "SELECT k, n, SUM(k) AS s, GROUPING(n) AS g, grouping_id() AS gid FROM t0 "
         "GROUP BY ROLLUP(k, n)",
@@ -571,7 +572,7 @@ def test_a_grouping_set_shows_the_keys_it_lacks_as_null_and_says_so() -> None:
     for branch in union.inputs:
         assert isinstance(branch, Project)
         shown.append([e.sql("spark") for e in branch.exprs])
-    assert [row[1] for row in shown][1:] == ["NULL", "NULL"]
+    assert [row[1] for row in shown][1:] == ["CAST(NULL AS INT)", "CAST(NULL AS INT)"]
     assert [row[3] for row in shown] == [
         "CAST(0 AS TINYINT)",
         "CAST(1 AS TINYINT)",
