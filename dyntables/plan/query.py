@@ -161,6 +161,7 @@ def parse_query(text: str) -> exp.Query:
             t.transform(_restore_calls)
             .transform(_nulls_option_after_filter)
             .transform(_any_as_bool_or)
+            .transform(_struct_field_named_by_key)
             for t in sqlglot.parse(protected, read="spark")
             if t is not None
         ]
@@ -181,6 +182,25 @@ def parse_query(text: str) -> exp.Query:
 _TRUNCATED_CALLS = {"percentile": 2}
 
 
+def _struct_field_named_by_key(node: exp.Expr) -> exp.Expr:
+    """``struct(st['g'], m['x'])``: Spark names a field after the key it extracts (``g``,
+    ``x``), where sqlglot's parser names it by position (``col1``) and writes that name
+    back. A name the parser made has no position in the text; the user's own keep it."""
+    if isinstance(node, exp.Struct):
+        for field in node.expressions:
+            if not isinstance(field, exp.PropertyEQ) or field.this.meta:
+                continue
+            value = field.expression
+            if (
+                isinstance(value, exp.Bracket)
+                and len(value.expressions) == 1
+                and isinstance(value.expressions[0], exp.Literal)
+                and value.expressions[0].is_string
+            ):
+                field.set("this", exp.to_identifier(value.expressions[0].this))
+    return node
+
+
 def _check_written_back(text: str, tree: exp.Query) -> None:
     """Every refresh runs the query as sqlglot writes it back, so a construct it would
     write back with another meaning is refused here, with what to write instead, rather
@@ -194,6 +214,12 @@ def _check_written_back(text: str, tree: exp.Query) -> None:
             "as PERCENTILE_APPROX; write PERCENTILE(x, p) (exact, interpolated like "
             "PERCENTILE_CONT; PERCENTILE(x, 1 - p) for ORDER BY x DESC)"
         )
+    misread = _misread_operator(tree)
+    if misread is not None:
+        problem = (
+            f"sqlglot groups `{misread.sql('spark')[:80]}` otherwise than Spark's operator "
+            "precedence does; add parentheses to say which is meant"
+        )
     for name, kept in _TRUNCATED_CALLS.items():
         if problem is None and _max_arguments(text, name) > kept:
             problem = f"{name.upper()} with more than {kept} arguments would lose the others"
@@ -206,6 +232,46 @@ def _check_written_back(text: str, tree: exp.Query) -> None:
         raise UnsupportedQueryError(
             f"dynamic tables cannot run this query as written yet: {problem}"
         )
+
+
+# Spark's binary operators, tightest first (SqlBaseParser's valueExpression): sqlglot
+# puts &, ^ and | on one level and || below + and -, and it reads a comparison beside
+# LIKE, RLIKE, IN, BETWEEN or IS as the comparison of the predicate, where Spark reads
+# the predicate of the comparison
+_SPARK_LEVELS: dict[type[exp.Expr], int] = {
+    **dict.fromkeys((exp.Mul, exp.Div, exp.Mod, exp.IntDiv), 1),
+    **dict.fromkeys((exp.Add, exp.Sub, exp.DPipe), 2),
+    exp.BitwiseAnd: 3,
+    exp.BitwiseXor: 4,
+    exp.BitwiseOr: 5,
+    **dict.fromkeys(
+        (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ), 6
+    ),
+}
+_PREDICATES = (exp.Like, exp.ILike, exp.RegexpLike, exp.In, exp.Between, exp.Is)
+
+
+def _misread_operator(tree: exp.Expr) -> exp.Expr | None:
+    """An operator whose operand, written without parentheses (the parser keeps the
+    user's as Paren nodes), Spark's grammar would not give it: sqlglot read the text
+    with other precedences, and the query it writes back means something else."""
+    for node in tree.walk():
+        level = _SPARK_LEVELS.get(type(node))
+        if level is None:
+            continue
+        for key, tighter_or_equal in (("this", True), ("expression", False)):
+            child = node.args.get(key)
+            inner = child.this if isinstance(child, exp.Not) else child
+            if isinstance(inner, _PREDICATES):
+                return node
+            if not isinstance(child, exp.Expr):
+                continue
+            child_level = _SPARK_LEVELS.get(type(child))
+            if child_level is None:
+                continue
+            if child_level > level or (child_level == level and not tighter_or_equal):
+                return node
+    return None
 
 
 def _max_arguments(text: str, name: str) -> int:
