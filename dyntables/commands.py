@@ -44,7 +44,7 @@ from dyntables.plan.query import (
 )
 from dyntables.plan.render import spark_sql
 from dyntables.refresh.compiled import drop_state_tables
-from dyntables.refresh.full import contents_sql
+from dyntables.refresh.full import contents_sql, pinned_query_sql
 from dyntables.refresh.history import (
     FAILED,
     FULL,
@@ -192,7 +192,7 @@ class Commands:
             existing is not None
             and table is not None
             and existing.settings == dt.settings  # rows computed under others: rebuild
-            and self._same_shape(existing, dt, stmt, table)
+            and self._same_shape(existing, dt, stmt, pinned)
         ):
             keep = dt.with_options(state=existing.state, suspended_reason=existing.suspended_reason)
             table.set_properties(
@@ -226,15 +226,23 @@ class Commands:
                 )
 
     def _same_shape(
-        self, old: DynamicTableDef, new: DynamicTableDef, stmt: CreateDynamicTable, table: Any
+        self,
+        old: DynamicTableDef,
+        new: DynamicTableDef,
+        stmt: CreateDynamicTable,
+        pinned: dict[str, SourceVersion],
     ) -> bool:
-        """Options-only change? Then data and state are kept (no rebuild)."""
+        """Options-only change? Then data and state are kept (no rebuild). Not when the
+        same text now returns other columns (a source's changed under ``SELECT *``)."""
         if (
             _normalized(old.query) != _normalized(new.query)
             or old.partitioned_by != new.partitioned_by
+            or stmt.columns
         ):
             return False
-        return not stmt.columns
+        query = f"SELECT * FROM ({pinned_query_sql(new, pinned)}) AS q"
+        returns = [n.lower() for n in self.spark.sql(query).schema.names]
+        return returns == [f.name.lower() for f in self.spark.table(new.name.sql()).schema.fields]
 
     def _build(
         self,

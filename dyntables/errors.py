@@ -101,3 +101,10 @@ class RefreshConflictError(DynTablesError):
 
 class UndropError(DynTablesError):
     code = "DT_UNDROP"
+
+
+class QueryColumnsChangedError(DynTablesError):
+    """The query's columns no longer are the table's (a source's columns changed under
+    ``SELECT *``): writing its rows by position would put values under other columns."""
+
+    code = "DT_QUERY_COLUMNS_CHANGED"

@@ -8,11 +8,12 @@ the query compiles to an incremental plan, the FULL also rebuilds the aggregate 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from dyntables.catalog.definition import DynamicTableDef, SourceVersion
 from dyntables.catalog.iceberg import load_table
+from dyntables.errors import QueryColumnsChangedError
 from dyntables.plan.build import Plan
 from dyntables.plan.query import parse_query, pin_sources
 from dyntables.plan.render import spark_sql
@@ -58,11 +59,26 @@ def contents_sql(
     return full_build(spark, plan, dt.catalog, dt.dt_id, generation, new, columns)
 
 
+def check_columns(dt: DynamicTableDef, names: Sequence[str], columns: Sequence[str]) -> None:
+    """Refuse to write rows whose columns are not the table's, in its order: the query's
+    ``*`` is expanded at each refresh, so a column a source gained, lost or moved changes
+    what it returns, and rows are written by position."""
+    if not columns or [n.lower() for n in names] == [c.lower() for c in columns]:
+        return
+    raise QueryColumnsChangedError(
+        f"the query of {dt.name} now returns the columns ({', '.join(names)}), the table has "
+        f"({', '.join(columns)}): a source's columns changed under SELECT *; recreate it "
+        "with CREATE OR REPLACE DYNAMIC TABLE, or name the columns in its query"
+    )
+
+
 def full_refresh(ctx: RefreshContext, plan: Plan | None, columns: list[str]) -> WriteResult:
     from dyntables.refresh.runner import WriteResult
 
     dt = ctx.dt
     sql, states = contents_sql(ctx.spark, dt, plan, ctx.pinned, columns, ctx.job_id)
+    if plan is None:  # the query as written: its columns are what Spark resolves now
+        check_columns(dt, ctx.spark.sql(sql).schema.names, columns)
     ctx.spark.sql(f"INSERT OVERWRITE {dt.name.sql()} {sql}")
     _source_read_stats(ctx)
     table = load_table(ctx.spark, dt.name)

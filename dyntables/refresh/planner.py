@@ -48,7 +48,7 @@ from dyntables.plan.ops import scans
 from dyntables.refresh.changes import NONE, Capture, plan_capture
 from dyntables.refresh.compiled import aggregate_nodes, state_keys
 from dyntables.refresh.estimate import ReadEstimate, RecomputeCheaper
-from dyntables.refresh.full import full_refresh
+from dyntables.refresh.full import check_columns, full_refresh
 from dyntables.refresh.full import qualifier as _qualifier
 from dyntables.refresh.history import FULL, INCREMENTAL
 from dyntables.refresh.incremental import incremental_refresh
@@ -188,6 +188,8 @@ class Planner:
         spark: Any | None = None,
     ) -> tuple[str, str | None, Executor]:
         compiled = self.compile(dt, spark)
+        if compiled.plan is not None:
+            check_columns(dt, compiled.plan.output_names, compiled.columns)
         plan = compiled.plan if dt.refresh_mode != "FULL" else None
 
         def full(ctx: RefreshContext) -> WriteResult:

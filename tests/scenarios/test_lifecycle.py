@@ -415,3 +415,43 @@ def test_a_failed_refresh_is_in_history_and_loses_nothing(lh: Lakehouse, unique)
     latest = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
     assert latest.state == "FAILED" and latest.error_message
     assert rows(lh.sql(f"SELECT a, b FROM {dt}")) == [(1, 1), (2, 2)]
+
+
+@pytest.mark.parametrize(
+    ("change", "values"),
+    [
+        ("ALTER TABLE {src} ALTER COLUMN b AFTER k", "(3, 300, 30)"),  # a and b swap places
+        ("ALTER TABLE {src} ADD COLUMN z INT", "(3, 30, 300, 0)"),
+        ("ALTER TABLE {src} DROP COLUMN a", "(3, 300)"),
+    ],
+)
+def test_select_star_over_a_source_whose_columns_changed_fails_and_keeps_the_rows(
+    lh: Lakehouse, unique, change: str, values: str
+) -> None:
+    """``*`` is expanded at every refresh and rows are written by position: with the
+    source's columns moved, INCREMENTAL wrote b's values under a (found by a helper's
+    hunt). Such a refresh fails, naming the columns, and loses nothing; recreating the
+    table takes the new columns. A query that names its columns goes on."""
+    src, star, named = unique("src"), unique("star"), unique("named")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (k INT, a INT, b INT);
+        INSERT INTO {src} VALUES (1, 10, 100);
+        CREATE DYNAMIC TABLE {star} AS SELECT * FROM {src};
+        CREATE DYNAMIC TABLE {named} AS SELECT k, b FROM {src}
+        """
+    )
+    lh.sql(change.format(src=src))
+    lh.sql(f"INSERT INTO {src} VALUES {values}")
+    with pytest.raises(DynTablesError, match="now returns the columns") as err:
+        lh.sql(f"REFRESH DYNAMIC TABLE {star}")
+    assert "DT_QUERY_COLUMNS_CHANGED" in str(err.value)
+    assert rows(lh.sql(f"SELECT * FROM {star}")) == [(1, 10, 100)]
+    latest = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{star}' LIMIT 1").first()
+    assert latest.state == "FAILED"
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {named}").first().refresh_mode == "INCREMENTAL"
+    assert rows(lh.sql(f"SELECT * FROM {named}")) == [(1, 100), (3, 300)]
+    lh.sql(f"CREATE OR REPLACE DYNAMIC TABLE {star} AS SELECT * FROM {src}")
+    assert_oracle(lh, star)
+    lh.sql(f"INSERT INTO {src} SELECT * FROM {src} WHERE k = 3; REFRESH DYNAMIC TABLE {star}")
+    assert_oracle(lh, star)
