@@ -264,7 +264,7 @@ def _misread_operator(tree: exp.Expr) -> exp.Expr | None:
             inner = child.this if isinstance(child, exp.Not) else child
             if isinstance(inner, _PREDICATES):
                 return node
-            if not isinstance(child, exp.Expr):
+            if not isinstance(child, exp.Expr) or _interval_sum(child):
                 continue
             child_level = _SPARK_LEVELS.get(type(child))
             if child_level is None:
@@ -272,6 +272,14 @@ def _misread_operator(tree: exp.Expr) -> exp.Expr | None:
             if child_level > level or (child_level == level and not tighter_or_equal):
                 return node
     return None
+
+
+def _interval_sum(node: exp.Expr) -> bool:
+    """``INTERVAL 1 DAY 2 HOURS``, which the parser reads as a sum of intervals of its own
+    making: one literal to Spark."""
+    return isinstance(node, exp.Add) and all(
+        isinstance(n, exp.Interval) or _interval_sum(n) for n in (node.this, node.expression)
+    )
 
 
 def _max_arguments(text: str, name: str) -> int:

@@ -60,10 +60,16 @@ def contents_sql(
 
 
 def check_columns(dt: DynamicTableDef, names: Sequence[str], columns: Sequence[str]) -> None:
-    """Refuse to write rows whose columns are not the table's, in its order: the query's
-    ``*`` is expanded at each refresh, so a column a source gained, lost or moved changes
-    what it returns, and rows are written by position."""
-    if not columns or [n.lower() for n in names] == [c.lower() for c in columns]:
+    """Refuse to write rows whose columns are not the table's: the query's ``*`` is
+    expanded at each refresh, so a column a source gained, lost or moved changes what it
+    returns, and rows are written by position. Other names may differ harmlessly (the
+    names a CREATE listed, or Spark's and sqlglot's for the same column), so beyond a
+    count that changed only the table's own names in another order are refused."""
+    query = [n.lower() for n in names]
+    table = [c.lower() for c in columns]
+    if not table or query == table:
+        return
+    if len(query) == len(table) and sorted(query) != sorted(table):
         return
     raise QueryColumnsChangedError(
         f"the query of {dt.name} now returns the columns ({', '.join(names)}), the table has "
