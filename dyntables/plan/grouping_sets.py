@@ -103,7 +103,7 @@ def branch(select: exp.Select, keys: list[exp.Expr], everything: list[exp.Expr])
         if isinstance(n, exp.GroupingId):
             return _bits(n.expressions or everything, absent, "BIGINT")
         if n in absent:
-            return null_of(n)
+            return _null_of(n)
         return n
 
     def visit(e: exp.Expr) -> exp.Expr:
@@ -133,7 +133,7 @@ def branch(select: exp.Select, keys: list[exp.Expr], everything: list[exp.Expr])
     return out
 
 
-def null_of(key: exp.Expr) -> exp.Expr:
+def _null_of(key: exp.Expr) -> exp.Expr:
     """The NULL an absent key shows: of the key's type when the key is a column, whose
     type the query's schema gives (an expression's sqlglot infers, sometimes otherwise
     than Spark). A function over it needs its type: ``array_sort(NULL)`` does not
