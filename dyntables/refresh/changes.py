@@ -169,11 +169,30 @@ def _task_diff(table: IcebergTable, old: int, new: int, chain: list[int]) -> Fil
     lost) delete files, or was added or removed, and is read as it was and as it is.
     Only the partitions the range changed are planned."""
     touched = table.touched_partitions(chain)
-    before, after = table.scan_tasks(old, touched), table.scan_tasks(new, touched)
-    left = tuple(task for key, task in before.items() if key not in after)
-    arrived = tuple(task for key, task in after.items() if key not in before)
+    left, arrived = _differing_tasks(table, old, new, touched)
+    if touched is not None and any(_filters_rows(task) for task in left + arrived):
+        # a file of another partition spec (e.g. written before ADD PARTITION FIELD and
+        # compacted since) is planned whole, with the filter left as its residual; the
+        # staged read would not apply it (Iceberg uses a residual to skip row groups,
+        # Spark's own Filter does the rest), so read every differing file in full
+        left, arrived = _differing_tasks(table, old, new, None)
     records = sum(int(task.file().recordCount()) for task in left + arrived)
     return FileDiff(left, arrived, records)
+
+
+def _differing_tasks(
+    table: IcebergTable, old: int, new: int, row_filter: Any | None
+) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    before, after = table.scan_tasks(old, row_filter), table.scan_tasks(new, row_filter)
+    left = tuple(task for key, task in before.items() if key not in after)
+    arrived = tuple(task for key, task in after.items() if key not in before)
+    return left, arrived
+
+
+def _filters_rows(task: Any) -> bool:
+    """Whether a planned task keeps a residual: reading it whole gives more rows than
+    the filter selected."""
+    return str(task.residual().op().name()) != "TRUE"
 
 
 class StagedScans:
