@@ -1577,8 +1577,11 @@ def _mutation(
     known: list[tuple[str, ...]],
     qg: QueryGen,
     pools: dict[str, tuple[str, ...]] = VALUES,
+    evolved: set[str] | None = None,
 ) -> list[str]:
-    """One or two statements (commits) changing ``table``."""
+    """One or two statements (commits) changing ``table``; ``evolved`` collects the
+    tables whose partition spec a statement changed (once per table: Iceberg refuses a
+    second field with the same transform)."""
     t = table.name
     scope = [Ref(c.name, c.type, c.key) for c in table.cols]
     others = [c for c in table.cols if c.name != "k"]
@@ -1597,6 +1600,19 @@ def _mutation(
     ]
     # rarely: the snapshot the last refresh recorded is expired (the next one recomputes)
     kind = "expire" if chance(ch, 0.03) else pick(ch, kinds)
+    if (
+        evolved is not None
+        and t not in evolved
+        and "PARTITIONED" not in table.options
+        and chance(ch, 0.05)
+    ):
+        # partition evolution: older files keep their spec, and a later compaction or
+        # delete file mixes specs in one change
+        evolved.add(t)
+        return [
+            f"ALTER TABLE {t} ADD PARTITION FIELD bucket(2, k)",
+            *_mutation(ch, table, known, qg, pools),
+        ]
     if kind == "insert":
         return [f"INSERT INTO {t} VALUES {values_sql(gen_rows(ch, table, 1, 3, known, pools))}"]
     if kind == "update_key":  # moves rows to another group / join partner
@@ -1688,6 +1704,7 @@ def gen_scenario(
     tables = gen_tables(ch)
     steps: list[Step] = []
     known: dict[str, list[tuple[str, ...]]] = {}
+    evolved: set[str] = set()
     for t in tables:
         steps.append(Step("sql", (t.ddl(),)))
         if chance(ch, 0.9):  # else: no snapshot at all when the DT is created
@@ -1724,7 +1741,7 @@ def gen_scenario(
     for _ in range(ch.int(*batches)):
         for _ in range(0 if chance(ch, 0.1) else ch.int(1, 3)):
             table = by_name[pick(ch, used)] if chance(ch, 0.85) else pick(ch, tables)
-            for stmt in _mutation(ch, table, known[table.name], qg, pools):
+            for stmt in _mutation(ch, table, known[table.name], qg, pools, evolved):
                 steps.append(Step("sql", (stmt,)))
         order = list(dts)
         if len(order) > 1 and chance(ch, 0.4):
