@@ -9,7 +9,7 @@ the query compiles to an incremental plan, the FULL also rebuilds the aggregate 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dyntables.catalog.definition import DynamicTableDef, SourceVersion
 from dyntables.catalog.iceberg import load_table
@@ -18,9 +18,12 @@ from dyntables.plan.build import Plan
 from dyntables.plan.query import parse_query, pin_sources
 from dyntables.plan.render import spark_sql
 from dyntables.refresh.compiled import full_build
+from dyntables.refresh.widen import widenings
 from dyntables.sql.tokens import TableName
 
 if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
     from dyntables.refresh.runner import RefreshContext, WriteResult
 
 
@@ -83,8 +86,12 @@ def full_refresh(ctx: RefreshContext, plan: Plan | None, columns: list[str]) -> 
 
     dt = ctx.dt
     sql, states = contents_sql(ctx.spark, dt, plan, ctx.pinned, columns, ctx.job_id)
+    returns = ctx.spark.sql(sql).schema  # analysis only: no job runs
     if plan is None:  # the query as written: its columns are what Spark resolves now
-        check_columns(dt, ctx.spark.sql(sql).schema.names, columns)
+        check_columns(dt, returns.names, columns)
+    widened = widen_table(ctx.spark, dt, returns)
+    if widened:
+        ctx.stats["widened_columns"] = "; ".join(widened)
     ctx.spark.sql(f"INSERT OVERWRITE {dt.name.sql()} {sql}")
     _source_read_stats(ctx)
     table = load_table(ctx.spark, dt.name)
@@ -94,6 +101,16 @@ def full_refresh(ctx: RefreshContext, plan: Plan | None, columns: list[str]) -> 
     added = int(snap.summary.get("added-records", "0"))
     deleted = int(snap.summary.get("deleted-records", "0"))
     return WriteResult(added, deleted, state_tables=states)
+
+
+def widen_table(spark: Any, dt: DynamicTableDef, returns: StructType) -> list[str]:
+    """Promote the table's columns a source's promotion widened (see widen.py); the
+    clauses run, for the refresh's stats. A schema change commits at once, outside the
+    refresh's staged snapshot: if the refresh then fails, the table is only wider."""
+    clauses = widenings(spark.table(dt.name.sql()).schema, returns)
+    for clause in clauses:
+        spark.sql(f"ALTER TABLE {dt.name.sql()} {clause}")
+    return clauses
 
 
 def _source_read_stats(ctx: RefreshContext) -> None:

@@ -4,6 +4,7 @@ upstreams, CREATE OR REPLACE, ALTER, SHOW/DESCRIBE, history of failures."""
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 import pytest
 
@@ -471,3 +472,50 @@ def test_columns_named_by_create_are_written_by_position(lh: Lakehouse, unique) 
     assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
     assert lh.sql(f"SELECT * FROM {dt}").columns == ["key", "amount"]
     assert rows(lh.sql(f"SELECT * FROM {dt}")) == [(1, 10), (2, 20)]
+
+
+def test_a_source_type_widened_in_place_widens_the_table_and_its_downstream(
+    lh: Lakehouse, unique
+) -> None:
+    """INT -> BIGINT, FLOAT -> DOUBLE, a DECIMAL's precision, a struct field and an
+    array's element: Iceberg promotes them in place. The FULL refresh that follows used
+    to write into the table's old types: it failed on the first value that no longer
+    fit, and FLOAT -> DOUBLE rounded every value without a word. Now the table's columns
+    are promoted too, the downstream table follows at its own refresh, and the next
+    refreshes are INCREMENTAL again."""
+    src, dt, agg = unique("src"), unique("dt"), unique("agg")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (k INT, i INT, f FLOAT, d DECIMAL(5, 2), s STRUCT<a: INT>, arr ARRAY<INT>);
+        INSERT INTO {src} VALUES (1, 1, 1.5, 1.25, named_struct('a', 1), array(1));
+        CREATE DYNAMIC TABLE {dt} AS SELECT * FROM {src};
+        CREATE DYNAMIC TABLE {agg} AS SELECT k, SUM(i) AS si, MAX(f) AS mf, MAX(d) AS md FROM {dt} GROUP BY k;
+        ALTER TABLE {src} ALTER COLUMN i TYPE BIGINT;
+        ALTER TABLE {src} ALTER COLUMN f TYPE DOUBLE;
+        ALTER TABLE {src} ALTER COLUMN d TYPE DECIMAL(12, 2);
+        ALTER TABLE {src} ADD COLUMN s.b STRING;
+        ALTER TABLE {src} ALTER COLUMN arr.element TYPE BIGINT;
+        INSERT INTO {src} VALUES
+          (1, 3000000000, 0.1234567890123, 1234567890.12, named_struct('a', 2, 'b', 'x'), array(3000000000))
+        """
+    )
+    for name in (dt, agg):
+        out = lh.sql(f"REFRESH DYNAMIC TABLE {name}").first()
+        assert (out.state, out.refresh_mode) == ("SUCCEED", "FULL")
+        assert_oracle(lh, name)
+    assert lh.sql(f"SELECT * FROM {dt}").schema.simpleString() == (
+        "struct<k:int,i:bigint,f:double,d:decimal(12,2),s:struct<a:int,b:string>,arr:array<bigint>>"
+    )
+    assert lh.sql(f"SELECT * FROM {dt} WHERE f = 0.1234567890123D").count() == 1
+    assert rows(lh.sql(f"SELECT si, mf, md FROM {agg}")) == [
+        (3000000001, 1.5, Decimal("1234567890.12"))
+    ]
+    history = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
+    assert json.loads(history.stats)["full_reason"] == "SOURCE_SCHEMA_CHANGED"
+    assert "ALTER COLUMN `i` TYPE bigint" in json.loads(history.stats)["widened_columns"]
+    lh.sql(
+        f"INSERT INTO {src} VALUES (2, 4000000000, 2.5, 9.99, named_struct('a', 3, 'b', 'y'), array(5))"
+    )
+    for name in (dt, agg):
+        assert lh.sql(f"REFRESH DYNAMIC TABLE {name}").first().refresh_mode == "INCREMENTAL"
+        assert_oracle(lh, name)

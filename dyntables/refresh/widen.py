@@ -1,0 +1,101 @@
+"""Widening a dynamic table's columns after its sources' types were widened.
+
+A source column promoted in place (INT -> BIGINT, FLOAT -> DOUBLE, a DECIMAL's
+precision raised, a struct field added) makes the query return a wider type than the
+table was created with. Rows are written into the table's types, so without this a
+FULL refresh fails on the first value that no longer fits, or, for FLOAT, silently
+rounds every value. Iceberg promotes these types in place (old data files stay
+readable), so the table follows the query instead of being rebuilt. Any other
+difference is left to Spark's write, which casts what it safely can and refuses the
+rest.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.types import (
+    ArrayType,
+    DataType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    StructType,
+)
+
+
+def widenings(table: StructType, query: StructType) -> list[str]:
+    """``ALTER TABLE`` clauses making ``table``'s columns as wide as ``query``'s, which
+    match them by position (the query's rows are written by position)."""
+    out: list[str] = []
+    for have, want in zip(table.fields, query.fields, strict=False):
+        _widen((have.name,), have.dataType, want.dataType, out)
+    return out
+
+
+def _widen(path: tuple[str, ...], have: DataType, want: DataType, out: list[str]) -> None:
+    if _promotes(have, want):
+        out.append(f"ALTER COLUMN {_path(path)} TYPE {ddl_type(want)}")
+    elif isinstance(have, StructType) and isinstance(want, StructType):
+        _widen_struct(path, have, want, out)
+    elif isinstance(have, ArrayType) and isinstance(want, ArrayType):
+        _widen((*path, "element"), have.elementType, want.elementType, out)
+    elif isinstance(have, MapType) and isinstance(want, MapType):
+        _widen((*path, "value"), have.valueType, want.valueType, out)
+
+
+def _widen_struct(
+    path: tuple[str, ...], have: StructType, want: StructType, out: list[str]
+) -> None:
+    """Fields are matched by name; added fields go where the query has them. A struct
+    whose fields were reordered or dropped is left to the write."""
+    theirs = {f.name.lower(): f for f in have.fields}
+    wanted = [f.name.lower() for f in want.fields]
+    if [n for n in wanted if n in theirs] != [f.name.lower() for f in have.fields]:
+        return
+    previous: str | None = None
+    for field in want.fields:
+        old = theirs.get(field.name.lower())
+        if old is None:
+            where = "FIRST" if previous is None else f"AFTER {_quote(previous)}"
+            out.append(
+                f"ADD COLUMN {_path((*path, field.name))} {ddl_type(field.dataType)} {where}"
+            )
+        else:
+            _widen((*path, old.name), old.dataType, field.dataType, out)
+        previous = field.name if old is None else old.name
+
+
+def _promotes(have: DataType, want: DataType) -> bool:
+    """Iceberg's in-place type promotions."""
+    if isinstance(have, IntegerType) and isinstance(want, LongType):
+        return True
+    if isinstance(have, FloatType) and isinstance(want, DoubleType):
+        return True
+    return (
+        isinstance(have, DecimalType)
+        and isinstance(want, DecimalType)
+        and want.scale == have.scale
+        and want.precision > have.precision
+    )
+
+
+def ddl_type(t: DataType) -> str:
+    """A type as Spark DDL, with struct field names quoted."""
+    if isinstance(t, StructType):
+        fields = ", ".join(f"{_quote(f.name)}: {ddl_type(f.dataType)}" for f in t.fields)
+        return f"STRUCT<{fields}>"
+    if isinstance(t, ArrayType):
+        return f"ARRAY<{ddl_type(t.elementType)}>"
+    if isinstance(t, MapType):
+        return f"MAP<{ddl_type(t.keyType)}, {ddl_type(t.valueType)}>"
+    return t.simpleString()
+
+
+def _path(parts: tuple[str, ...]) -> str:
+    return ".".join(_quote(p) for p in parts)
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
