@@ -108,3 +108,10 @@ class QueryColumnsChangedError(DynTablesError):
     ``SELECT *``): writing its rows by position would put values under other columns."""
 
     code = "DT_QUERY_COLUMNS_CHANGED"
+
+
+class SourceSchemaChangedError(DynTablesError):
+    """The query no longer analyzes over its sources' current columns (one was renamed,
+    dropped or retyped since CREATE)."""
+
+    code = "DT_SOURCE_SCHEMA_CHANGED"

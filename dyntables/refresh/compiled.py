@@ -195,6 +195,23 @@ def full_build(
     renderer = Renderer(sources)
     sources.renderer = renderer
     states: dict[str, dict[str, object]] = {}
+    try:
+        return _build_states(spark, plan, catalog, dt_id, generation, renderer, states, columns)
+    except BaseException:  # the tables built so far belong to no refresh
+        drop_state_tables(spark, [str(v["table"]) for v in states.values()])
+        raise
+
+
+def _build_states(
+    spark: Any,
+    plan: Plan,
+    catalog: str,
+    dt_id: str,
+    generation: str,
+    renderer: Renderer,
+    states: dict[str, dict[str, object]],
+    columns: list[str],
+) -> tuple[str, dict[str, dict[str, object]]]:
     if aggregate_nodes(plan):  # a catalog call the plans without state can skip
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{catalog}`.`{SYSTEM_NAMESPACE}`")
     for key, node in aggregate_nodes(plan):

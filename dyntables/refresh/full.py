@@ -8,16 +8,18 @@ the query compiles to an incremental plan, the FULL also rebuilds the aggregate 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dyntables.catalog.definition import DynamicTableDef, SourceVersion
 from dyntables.catalog.iceberg import load_table
-from dyntables.errors import QueryColumnsChangedError
+from dyntables.engine.errors import first_line
+from dyntables.errors import QueryColumnsChangedError, SourceSchemaChangedError
 from dyntables.plan.build import Plan
 from dyntables.plan.query import parse_query, pin_sources
 from dyntables.plan.render import spark_sql
-from dyntables.refresh.compiled import full_build
+from dyntables.refresh.compiled import drop_state_tables, full_build
 from dyntables.refresh.widen import widenings
 from dyntables.sql.tokens import TableName
 
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from dyntables.refresh.runner import RefreshContext, WriteResult
+
+_T = TypeVar("_T")
 
 
 def qualifier(dt: DynamicTableDef) -> Callable[[TableName], TableName]:
@@ -85,14 +89,18 @@ def full_refresh(ctx: RefreshContext, plan: Plan | None, columns: list[str]) -> 
     from dyntables.refresh.runner import WriteResult
 
     dt = ctx.dt
-    sql, states = contents_sql(ctx.spark, dt, plan, ctx.pinned, columns, ctx.job_id)
-    returns = ctx.spark.sql(sql).schema  # analysis only: no job runs
-    if plan is None:  # the query as written: its columns are what Spark resolves now
-        check_columns(dt, returns.names, columns)
-    widened = widen_table(ctx.spark, dt, returns)
-    if widened:
-        ctx.stats["widened_columns"] = "; ".join(widened)
-    ctx.spark.sql(f"INSERT OVERWRITE {dt.name.sql()} {sql}")
+    sql, states = _contents(ctx, plan, columns)
+    try:
+        returns = _analyzed(ctx, lambda: ctx.spark.sql(sql).schema)
+        if plan is None:  # the query as written: its columns are what Spark resolves now
+            check_columns(dt, returns.names, columns)
+        widened = widen_table(ctx.spark, dt, returns)
+        if widened:
+            ctx.stats["widened_columns"] = "; ".join(widened)
+        ctx.spark.sql(f"INSERT OVERWRITE {dt.name.sql()} {sql}")
+    except BaseException:  # nothing was published: the state built for it is no one's
+        drop_state_tables(ctx.spark, [str(v["table"]) for v in states.values()])
+        raise
     _source_read_stats(ctx)
     table = load_table(ctx.spark, dt.name)
     snap = table.staged_snapshot(ctx.job_id) if table is not None else None
@@ -101,6 +109,33 @@ def full_refresh(ctx: RefreshContext, plan: Plan | None, columns: list[str]) -> 
     added = int(snap.summary.get("added-records", "0"))
     deleted = int(snap.summary.get("deleted-records", "0"))
     return WriteResult(added, deleted, state_tables=states)
+
+
+def _contents(
+    ctx: RefreshContext, plan: Plan | None, columns: list[str]
+) -> tuple[str, dict[str, dict[str, object]]]:
+    return _analyzed(
+        ctx, lambda: contents_sql(ctx.spark, ctx.dt, plan, ctx.pinned, columns, ctx.job_id)
+    )
+
+
+def _analyzed(ctx: RefreshContext, analyze: Callable[[], _T]) -> _T:
+    """Run a step that analyzes the query (the state's build, the contents' columns). A
+    query that no longer resolves is nearly always a source column renamed, dropped or
+    retyped: say so, and not with the plan of the SQL dyntables wrote."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        return analyze()
+    except AnalysisException as exc:
+        message = re.sub(
+            r"^\[[A-Z_.]+\]\s*|;?\s*line \d+ pos \d+", "", first_line(str(exc))
+        ).rstrip(".; ")
+        raise SourceSchemaChangedError(
+            f"the query of {ctx.dt.name} no longer resolves over its sources: {message}; "
+            f"if a source's column was renamed, dropped or retyped since the table was "
+            f"created, restore it, or redefine the table with CREATE OR REPLACE DYNAMIC TABLE"
+        ) from exc
 
 
 def widen_table(spark: Any, dt: DynamicTableDef, returns: StructType) -> list[str]:

@@ -157,6 +157,8 @@ class Refresher:
         previous = RefreshState.from_properties(properties)
         mode = FULL
         reason: str | None = None
+        result: WriteResult | None = None
+        published = False
         try:
             pinned, missing, source_rows = self._pin_sources(dt)
             faults.reach("after_pin_sources")
@@ -201,6 +203,7 @@ class Refresher:
                 state_table.publish(state_snapshot, {})
             faults.reach("after_publish_state")
             staged.publish(snapshot.snapshot_id if snapshot else None, state.to_properties())
+            published = True
             faults.reach("after_publish")
             self._drop_obsolete(previous, result)
             self._maintain(dt, staged, state, ctx.stats)
@@ -224,6 +227,8 @@ class Refresher:
             self._record(dt, trigger, started, outcome, stats, error=None)
             return outcome
         except Exception as exc:
+            if result is not None and not published:
+                self._drop_unpublished(previous, result)
             message = (
                 exc.one_line()
                 if isinstance(exc, DynTablesError)
@@ -267,6 +272,16 @@ class Refresher:
             from dyntables.refresh.compiled import drop_state_tables
 
             drop_state_tables(self.spark, stale)
+
+    def _drop_unpublished(self, previous: RefreshState | None, result: WriteResult) -> None:
+        """State tables a failed refresh built (a FULL's fresh ones) that the table never
+        came to name: no refresh will read them."""
+        before = {str(v["table"]) for v in previous.state_tables.values()} if previous else set()
+        built = [str(v["table"]) for v in result.state_tables.values()]
+        if any(name not in before for name in built):
+            from dyntables.refresh.compiled import drop_state_tables
+
+            drop_state_tables(self.spark, [name for name in built if name not in before])
 
     def _maintain(
         self,

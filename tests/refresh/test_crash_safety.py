@@ -144,3 +144,38 @@ def test_failure_after_the_state_of_an_empty_source_was_written(
     lh.sql(f"INSERT INTO {src} VALUES ('a', 5)")
     assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
     assert_oracle(lh, dt)
+
+
+@pytest.mark.parametrize("point", ["after_write", "before_publish"])
+def test_a_failed_full_refresh_leaves_no_state_tables_behind(
+    lh: Lakehouse, unique, fail_at, point: str
+) -> None:
+    """A FULL refresh of an aggregate builds fresh state tables; when it fails before
+    the table names them, no refresh will ever read them, so they are dropped (they
+    were left behind, one set per failed refresh)."""
+    src, dt = unique("src"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (k STRING, v INT);
+        INSERT INTO {src} VALUES ('a', 1), ('b', 5);
+        CREATE DYNAMIC TABLE {dt} AS {QUERIES["aggregate"].format(src=src)};
+        INSERT INTO {src} VALUES ('a', 10)
+        """
+    )
+
+    def state_tables() -> set[str]:
+        return {
+            r.tableName
+            for r in lh.sql("SHOW TABLES IN lakehouse.dyntables_sys").collect()
+            if r.tableName.startswith("st_")
+        }
+
+    before = state_tables()
+    fail_at(point)
+    with pytest.raises(faults.InjectedFault):
+        registry = lh.commands.registry
+        registry.refresher.refresh(registry.get(lh.qualify(dt)), "MANUAL", force_full=True)
+    faults.install(None)
+    assert state_tables() == before
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+    assert_oracle(lh, dt)

@@ -519,3 +519,32 @@ def test_a_source_type_widened_in_place_widens_the_table_and_its_downstream(
     for name in (dt, agg):
         assert lh.sql(f"REFRESH DYNAMIC TABLE {name}").first().refresh_mode == "INCREMENTAL"
         assert_oracle(lh, name)
+
+
+def test_a_source_column_renamed_under_the_query_fails_clearly_and_keeps_the_rows(
+    lh: Lakehouse, unique
+) -> None:
+    """A renamed column the query reads used to fail with Spark's analysis of the SQL
+    dyntables wrote, plan and all. It now names the table and what to do; renaming the
+    column back lets the table go on."""
+    src, dt = unique("src"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (k INT, x INT);
+        INSERT INTO {src} VALUES (1, 10);
+        CREATE DYNAMIC TABLE {dt} AS SELECT k, SUM(x) AS total FROM {src} GROUP BY k;
+        ALTER TABLE {src} RENAME COLUMN x TO y;
+        INSERT INTO {src} VALUES (1, 5)
+        """
+    )
+    with pytest.raises(DynTablesError, match="DT_SOURCE_SCHEMA_CHANGED") as err:
+        lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
+    assert f"the query of lakehouse.public.{dt} no longer resolves" in str(err.value)
+    assert "`x` cannot be resolved" in str(err.value)
+    assert "Project" not in str(err.value)
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [(1, 10)]
+    # the sources are read at their snapshots, and a snapshot has the schema it was
+    # written with: the table goes on from the next write under the old name
+    lh.sql(f"ALTER TABLE {src} RENAME COLUMN y TO x; INSERT INTO {src} VALUES (2, 1)")
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().state == "SUCCEED"
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [(1, 15), (2, 1)]
