@@ -194,7 +194,12 @@ class Commands:
             and existing.settings == dt.settings  # rows computed under others: rebuild
             and self._same_shape(existing, dt, stmt, pinned)
         ):
-            keep = dt.with_options(state=existing.state, suspended_reason=existing.suspended_reason)
+            keep = dt.with_options(
+                state=existing.state,
+                suspended_reason=existing.suspended_reason,
+                query_columns=existing.query_columns,
+                plan_columns=existing.plan_columns,
+            )
             table.set_properties(
                 {**keep.to_properties(), **({"comment": stmt.comment} if stmt.comment else {})}
             )
@@ -272,6 +277,10 @@ class Commands:
                 f"dynamic table {dt.name} lists {len(columns)} columns but its query returns {len(schema.fields)}"
             )
         compiled = self.registry.planner.compile_for_create(dt, columns)
+        dt = dt.with_options(
+            query_columns=tuple(schema.names),
+            plan_columns=tuple(compiled.plan.output_names) if compiled.plan else (),
+        )
         contents, states = contents_sql(spark, dt, compiled.plan, pinned, columns, job_id)
         state = RefreshState(job_id, now_ms(), pinned, FULL, states)
         props = {

@@ -108,6 +108,12 @@ class DynamicTableDef:
     # RESULT_SETTINGS as the creating session had them (empty: created before they were
     # recorded; such a table refreshes with the refreshing session's)
     settings: Mapping[str, str] = field(default_factory=dict)
+    # the names of the query's columns at CREATE, as Spark resolved them and as the
+    # compiler did (they may differ, e.g. a pivot over -1): a refresh whose ``*`` now
+    # expands otherwise would write other columns by position (empty: created before
+    # they were recorded)
+    query_columns: tuple[str, ...] = ()
+    plan_columns: tuple[str, ...] = ()
 
     @property
     def catalog(self) -> str:
@@ -142,6 +148,8 @@ class DynamicTableDef:
             PREFIX + "partitioned_by": json.dumps(list(self.partitioned_by)),
             PREFIX + "user_properties": json.dumps(dict(self.user_properties), sort_keys=True),
             PREFIX + "settings": json.dumps(dict(self.settings), sort_keys=True),
+            PREFIX + "query_columns": json.dumps(list(self.query_columns)),
+            PREFIX + "plan_columns": json.dumps(list(self.plan_columns)),
         }
         return props
 
@@ -169,4 +177,6 @@ class DynamicTableDef:
             partitioned_by=tuple(json.loads(props.get(PREFIX + "partitioned_by", "[]"))),
             user_properties=json.loads(props.get(PREFIX + "user_properties", "{}")),
             settings=json.loads(props.get(PREFIX + "settings", "{}")),
+            query_columns=tuple(json.loads(props.get(PREFIX + "query_columns", "[]"))),
+            plan_columns=tuple(json.loads(props.get(PREFIX + "plan_columns", "[]"))),
         )

@@ -66,22 +66,48 @@ def contents_sql(
     return full_build(spark, plan, dt.catalog, dt.dt_id, generation, new, columns)
 
 
-def check_columns(dt: DynamicTableDef, names: Sequence[str], columns: Sequence[str]) -> None:
+def check_columns(
+    dt: DynamicTableDef,
+    names: Sequence[str],
+    columns: Sequence[str],
+    created: Sequence[str] = (),
+    resolve: Callable[[], Sequence[str]] | None = None,
+) -> None:
     """Refuse to write rows whose columns are not the table's: the query's ``*`` is
     expanded at each refresh, so a column a source gained, lost or moved changes what it
-    returns, and rows are written by position. Other names may differ harmlessly (the
-    names a CREATE listed, or Spark's and sqlglot's for the same column), so beyond a
-    count that changed only the table's own names in another order are refused."""
-    query = [n.lower() for n in names]
-    table = [c.lower() for c in columns]
+    returns, and rows are written by position.
+
+    ``created`` are the names the same namer (Spark, or the compiler) gave the query's
+    columns at CREATE: any difference is a changed ``*``. ``resolve`` gives Spark's names
+    now, to settle a difference the compiler's naming alone could make (a newer compiler
+    naming a column otherwise). A table created before the names were recorded has only
+    its own columns to go by, which a CREATE may have named: there, beyond a count that
+    changed, only the table's own names in another order are refused."""
+    if created:
+        if _lowered(names) == _lowered(created):
+            return
+        if resolve is not None and dt.query_columns:
+            names, created = resolve(), dt.query_columns
+            if _lowered(names) == _lowered(created):
+                return
+        _refuse(dt, names, f"at CREATE it returned ({', '.join(created)})")
+    query, table = _lowered(names), _lowered(columns)
     if not table or query == table:
         return
     if len(query) == len(table) and sorted(query) != sorted(table):
         return
+    _refuse(dt, names, f"the table has ({', '.join(columns)})")
+
+
+def _lowered(names: Sequence[str]) -> list[str]:
+    return [n.lower() for n in names]
+
+
+def _refuse(dt: DynamicTableDef, names: Sequence[str], before: str) -> None:
     raise QueryColumnsChangedError(
-        f"the query of {dt.name} now returns the columns ({', '.join(names)}), the table has "
-        f"({', '.join(columns)}): a source's columns changed under SELECT *; recreate it "
-        "with CREATE OR REPLACE DYNAMIC TABLE, or name the columns in its query"
+        f"the query of {dt.name} now returns the columns ({', '.join(names)}), {before}: "
+        "a source's columns changed under SELECT *; recreate it with CREATE OR REPLACE "
+        "DYNAMIC TABLE, or name the columns in its query"
     )
 
 
@@ -93,7 +119,7 @@ def full_refresh(ctx: RefreshContext, plan: Plan | None, columns: list[str]) -> 
     try:
         returns = _analyzed(ctx, lambda: ctx.spark.sql(sql).schema)
         if plan is None:  # the query as written: its columns are what Spark resolves now
-            check_columns(dt, returns.names, columns)
+            check_columns(dt, returns.names, columns, dt.query_columns)
         widened = widen_table(ctx.spark, dt, returns)
         if widened:
             ctx.stats["widened_columns"] = "; ".join(widened)

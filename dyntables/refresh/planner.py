@@ -48,7 +48,7 @@ from dyntables.plan.ops import scans
 from dyntables.refresh.changes import NONE, Capture, plan_capture
 from dyntables.refresh.compiled import aggregate_nodes, state_keys
 from dyntables.refresh.estimate import ReadEstimate, RecomputeCheaper
-from dyntables.refresh.full import check_columns, full_refresh
+from dyntables.refresh.full import check_columns, full_refresh, pinned_query_sql
 from dyntables.refresh.full import qualifier as _qualifier
 from dyntables.refresh.history import FULL, INCREMENTAL
 from dyntables.refresh.incremental import incremental_refresh
@@ -189,7 +189,13 @@ class Planner:
     ) -> tuple[str, str | None, Executor]:
         compiled = self.compile(dt, spark)
         if compiled.plan is not None:
-            check_columns(dt, compiled.plan.output_names, compiled.columns)
+            check_columns(
+                dt,
+                compiled.plan.output_names,
+                compiled.columns,
+                dt.plan_columns,
+                lambda: _resolved_names(dt, pinned, spark or self.registry.spark),
+            )
         plan = compiled.plan if dt.refresh_mode != "FULL" else None
 
         def full(ctx: RefreshContext) -> WriteResult:
@@ -283,6 +289,11 @@ class Planner:
         from dyntables.refresh.explain import explain
 
         return explain(self, dt)
+
+
+def _resolved_names(dt: DynamicTableDef, pinned: dict[str, SourceVersion], spark: Any) -> list[str]:
+    """The names Spark gives the query's columns over the pinned sources (analysis only)."""
+    return list(spark.sql(pinned_query_sql(dt, pinned)).schema.names)
 
 
 def _proven_empty(spark: Any, query: str) -> bool:

@@ -474,6 +474,33 @@ def test_columns_named_by_create_are_written_by_position(lh: Lakehouse, unique) 
     assert rows(lh.sql(f"SELECT * FROM {dt}")) == [(1, 10), (2, 20)]
 
 
+def test_listed_names_are_checked_against_the_querys_own_at_create(lh: Lakehouse, unique) -> None:
+    """The query's column names are recorded at CREATE. Listing them in another order
+    was refused at every refresh (the table's names looked moved), and a ``*`` that
+    expanded otherwise under listed names wrote a's values under b's name beside older
+    rows (found by reading the check's limits)."""
+    src, swapped, star = unique("src"), unique("swapped"), unique("star")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (a INT, b INT);
+        INSERT INTO {src} VALUES (1, 2);
+        CREATE DYNAMIC TABLE {swapped} (b, a) AS SELECT a, b FROM {src};
+        CREATE DYNAMIC TABLE {star} (x, y) AS SELECT * FROM {src};
+        INSERT INTO {src} VALUES (3, 4)
+        """
+    )
+    for name in (swapped, star):
+        assert lh.sql(f"REFRESH DYNAMIC TABLE {name}").first().refresh_mode == "INCREMENTAL"
+    lh.sql(f"ALTER TABLE {src} ALTER COLUMN b FIRST; INSERT INTO {src} VALUES (6, 5)")
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {swapped}").first().refresh_mode == "INCREMENTAL"
+    assert rows(lh.sql(f"SELECT b, a FROM {swapped}")) == [(1, 2), (3, 4), (5, 6)]
+    with pytest.raises(
+        DynTablesError, match=r"now returns the columns \(b, a\), at CREATE it returned \(a, b\)"
+    ):
+        lh.sql(f"REFRESH DYNAMIC TABLE {star}")
+    assert rows(lh.sql(f"SELECT * FROM {star}")) == [(1, 2), (3, 4)]
+
+
 def test_a_source_type_widened_in_place_widens_the_table_and_its_downstream(
     lh: Lakehouse, unique
 ) -> None:
