@@ -67,7 +67,8 @@ NON_DETERMINISTIC_NAMES = frozenset(
 # - date_trunc/trunc: a unit that is not a literal written as one, 'Q' as 'QUARTER';
 # - get_json_object: paths normalized ('a' is NULL in Spark, '$.a' is not);
 # - regexp_extract(s, p, -1): the index dropped; unix_date: INT written as a BIGINT
-#   DATEDIFF; date_sub(d, '1'): written as an addition Spark refuses.
+#   DATEDIFF; date_sub(d, '1'): written as an addition Spark refuses;
+# - current_catalog(): written without its parentheses, which Spark cannot resolve.
 _PROTECTED_TYPES: dict[str, str | None] = {
     "window": None,
     "array_size": "INT",
@@ -87,6 +88,7 @@ _PROTECTED_TYPES: dict[str, str | None] = {
     "regexp_extract_all": "ARRAY<STRING>",
     "unix_date": "INT",
     "date_sub": "DATE",
+    "current_catalog": "STRING",
 }
 _PROTECTED_CALLS = {name.upper(): f"dyntables_{name}_fn" for name in _PROTECTED_TYPES}
 _RESTORED_CALLS = {v: k.lower() for k, v in _PROTECTED_CALLS.items()}

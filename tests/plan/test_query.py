@@ -224,6 +224,7 @@ def test_pinned_unwritten_source_keeps_its_pivot() -> None:
         "regexp_extract(s, '(a)', -1)",
         "unix_date(d)",
         "date_sub(d, '1')",
+        "current_catalog()",
     ],
 )
 def test_calls_sqlglot_writes_back_otherwise_are_kept_as_written(call: str) -> None:
