@@ -1606,11 +1606,17 @@ def _mutation(
         and "PARTITIONED" not in table.options
         and chance(ch, 0.05)
     ):
-        # partition evolution: older files keep their spec, and a later compaction or
-        # delete file mixes specs in one change
+        # partition evolution: older files keep their spec; a compaction rewrites them
+        # into the new one, so a change after it, in a few of the buckets, mixes specs
+        # in one range
         evolved.add(t)
+        compact = [
+            f"CALL lakehouse.system.rewrite_data_files(table => 'public.{t}', "
+            "options => map('min-input-files', '1'))"
+        ]
         return [
-            f"ALTER TABLE {t} ADD PARTITION FIELD bucket(2, k)",
+            f"ALTER TABLE {t} ADD PARTITION FIELD bucket(4, k)",
+            *(compact if chance(ch, 0.5) else []),
             *_mutation(ch, table, known, qg, pools),
         ]
     if kind == "insert":
