@@ -197,7 +197,7 @@ def full_build(
     states: dict[str, dict[str, object]] = {}
     try:
         return _build_states(spark, plan, catalog, dt_id, generation, renderer, states, columns)
-    except BaseException:  # the tables built so far belong to no refresh
+    except Exception:  # the tables built so far belong to no refresh
         drop_state_tables(spark, [str(v["table"]) for v in states.values()])
         raise
 
@@ -219,6 +219,8 @@ def _build_states(
         build = spark_sql(
             agg.build_sql(node, renderer.rel(node.child, NEW), integral_avgs(spark, renderer, node))
         )
+        # named before it is built: a failure half-way leaves it to be dropped too
+        states[key] = {"table": str(name), "snapshot": None}
         # no WAP on state: its writes commit directly (see incremental._StateWrite)
         spark.sql(
             f"CREATE TABLE {name.sql()} USING iceberg TBLPROPERTIES ('dyntables.state_of'='{dt_id}', {metadata_properties_sql()}) AS {build}"
@@ -229,6 +231,7 @@ def _build_states(
         for j, call in agg.distinct_calls(node):
             dname = state_table_name(catalog, dt_id, f"{key}_d{j}", generation)
             dbuild = spark_sql(agg.build_distinct_sql(node, call, renderer.rel(node.child, NEW)))
+            states[f"{key}_d{j}"] = {"table": str(dname), "snapshot": None}
             spark.sql(
                 f"CREATE TABLE {dname.sql()} USING iceberg TBLPROPERTIES ('dyntables.state_of'='{dt_id}', {metadata_properties_sql()}) AS {dbuild}"
             )

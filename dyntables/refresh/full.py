@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from dyntables.catalog.definition import DynamicTableDef, SourceVersion
 from dyntables.catalog.iceberg import load_table
@@ -20,12 +20,10 @@ from dyntables.plan.build import Plan
 from dyntables.plan.query import parse_query, pin_sources
 from dyntables.plan.render import spark_sql
 from dyntables.refresh.compiled import drop_state_tables, full_build
-from dyntables.refresh.widen import widenings
+from dyntables.refresh.widen import widen_table
 from dyntables.sql.tokens import TableName
 
 if TYPE_CHECKING:
-    from pyspark.sql.types import StructType
-
     from dyntables.refresh.runner import RefreshContext, WriteResult
 
 _T = TypeVar("_T")
@@ -115,21 +113,25 @@ def full_refresh(ctx: RefreshContext, plan: Plan | None, columns: list[str]) -> 
     from dyntables.refresh.runner import WriteResult
 
     dt = ctx.dt
-    sql, states = _contents(ctx, plan, columns)
+    states: dict[str, dict[str, object]] = {}
     try:
-        returns = _analyzed(ctx, lambda: ctx.spark.sql(sql).schema)
+        sql, states = _resolving(
+            ctx, lambda: contents_sql(ctx.spark, dt, plan, ctx.pinned, columns, ctx.job_id)
+        )
+        returns = _resolving(ctx, lambda: ctx.spark.sql(sql).schema)  # analysis: no job
         if plan is None:  # the query as written: its columns are what Spark resolves now
             check_columns(dt, returns.names, columns, dt.query_columns)
-        widened = widen_table(ctx.spark, dt, returns)
-        if widened:
-            ctx.stats["widened_columns"] = "; ".join(widened)
+        if dt.query_columns:  # checked against CREATE's names: a position is one column
+            widened = widen_table(ctx.spark, dt.name, returns)
+            if widened:
+                ctx.stats["widened_columns"] = "; ".join(widened)
         ctx.spark.sql(f"INSERT OVERWRITE {dt.name.sql()} {sql}")
-    except BaseException:  # nothing was published: the state built for it is no one's
+        _source_read_stats(ctx)
+        table = load_table(ctx.spark, dt.name)
+        snap = table.staged_snapshot(ctx.job_id) if table is not None else None
+    except Exception:  # nothing was published: the state built for it is no one's
         drop_state_tables(ctx.spark, [str(v["table"]) for v in states.values()])
         raise
-    _source_read_stats(ctx)
-    table = load_table(ctx.spark, dt.name)
-    snap = table.staged_snapshot(ctx.job_id) if table is not None else None
     if snap is None:
         return WriteResult(0, 0, state_tables=states)
     added = int(snap.summary.get("added-records", "0"))
@@ -137,41 +139,32 @@ def full_refresh(ctx: RefreshContext, plan: Plan | None, columns: list[str]) -> 
     return WriteResult(added, deleted, state_tables=states)
 
 
-def _contents(
-    ctx: RefreshContext, plan: Plan | None, columns: list[str]
-) -> tuple[str, dict[str, dict[str, object]]]:
-    return _analyzed(
-        ctx, lambda: contents_sql(ctx.spark, ctx.dt, plan, ctx.pinned, columns, ctx.job_id)
-    )
-
-
-def _analyzed(ctx: RefreshContext, analyze: Callable[[], _T]) -> _T:
-    """Run a step that analyzes the query (the state's build, the contents' columns). A
-    query that no longer resolves is nearly always a source column renamed, dropped or
-    retyped: say so, and not with the plan of the SQL dyntables wrote."""
+def _resolving(ctx: RefreshContext, step: Callable[[], _T]) -> _T:
+    """Run a step that analyzes SQL written from the query (the state's build, the
+    contents' columns). When the query itself no longer resolves over its sources, say
+    so, and not with the plan of the SQL dyntables wrote; any other failure is the
+    step's own."""
     from pyspark.errors import AnalysisException
 
     try:
-        return analyze()
+        return step()
     except AnalysisException as exc:
-        message = re.sub(
-            r"^\[[A-Z_.]+\]\s*|;?\s*line \d+ pos \d+", "", first_line(str(exc))
-        ).rstrip(".; ")
-        raise SourceSchemaChangedError(
-            f"the query of {ctx.dt.name} no longer resolves over its sources: {message}; "
-            f"if a source's column was renamed, dropped or retyped since the table was "
-            f"created, restore it, or redefine the table with CREATE OR REPLACE DYNAMIC TABLE"
-        ) from exc
+        try:
+            ctx.spark.sql(pinned_query_sql(ctx.dt, ctx.pinned))
+        except AnalysisException:
+            raise no_longer_resolves(ctx.dt, exc) from exc
+        raise
 
 
-def widen_table(spark: Any, dt: DynamicTableDef, returns: StructType) -> list[str]:
-    """Promote the table's columns a source's promotion widened (see widen.py); the
-    clauses run, for the refresh's stats. A schema change commits at once, outside the
-    refresh's staged snapshot: if the refresh then fails, the table is only wider."""
-    clauses = widenings(spark.table(dt.name.sql()).schema, returns)
-    for clause in clauses:
-        spark.sql(f"ALTER TABLE {dt.name.sql()} {clause}")
-    return clauses
+def no_longer_resolves(dt: DynamicTableDef, exc: Exception) -> SourceSchemaChangedError:
+    """The error for a query that Spark no longer resolves over its pinned sources: nearly
+    always a source column renamed, dropped or retyped since CREATE."""
+    message = re.sub(r"^\[[A-Z_.]+\]\s*|;?\s*line \d+ pos \d+", "", first_line(str(exc)))
+    return SourceSchemaChangedError(
+        f"the query of {dt.name} no longer resolves over its sources: {message.rstrip('.; ')}; "
+        "if a source's column was renamed, dropped or retyped since the table was created, "
+        "restore it, or redefine the table with CREATE OR REPLACE DYNAMIC TABLE"
+    )
 
 
 def _source_read_stats(ctx: RefreshContext) -> None:

@@ -48,7 +48,12 @@ from dyntables.plan.ops import scans
 from dyntables.refresh.changes import NONE, Capture, plan_capture
 from dyntables.refresh.compiled import aggregate_nodes, state_keys
 from dyntables.refresh.estimate import ReadEstimate, RecomputeCheaper
-from dyntables.refresh.full import check_columns, full_refresh, pinned_query_sql
+from dyntables.refresh.full import (
+    check_columns,
+    full_refresh,
+    no_longer_resolves,
+    pinned_query_sql,
+)
 from dyntables.refresh.full import qualifier as _qualifier
 from dyntables.refresh.history import FULL, INCREMENTAL
 from dyntables.refresh.incremental import incremental_refresh
@@ -293,7 +298,12 @@ class Planner:
 
 def _resolved_names(dt: DynamicTableDef, pinned: dict[str, SourceVersion], spark: Any) -> list[str]:
     """The names Spark gives the query's columns over the pinned sources (analysis only)."""
-    return list(spark.sql(pinned_query_sql(dt, pinned)).schema.names)
+    from pyspark.errors import AnalysisException
+
+    try:
+        return list(spark.sql(pinned_query_sql(dt, pinned)).schema.names)
+    except AnalysisException as exc:
+        raise no_longer_resolves(dt, exc) from exc
 
 
 def _proven_empty(spark: Any, query: str) -> bool:

@@ -228,7 +228,7 @@ class Refresher:
             return outcome
         except Exception as exc:
             if result is not None and not published:
-                self._drop_unpublished(previous, result)
+                self._drop_unpublished(dt, previous, result)
             message = (
                 exc.one_line()
                 if isinstance(exc, DynTablesError)
@@ -273,15 +273,26 @@ class Refresher:
 
             drop_state_tables(self.spark, stale)
 
-    def _drop_unpublished(self, previous: RefreshState | None, result: WriteResult) -> None:
+    def _drop_unpublished(
+        self, dt: DynamicTableDef, previous: RefreshState | None, result: WriteResult
+    ) -> None:
         """State tables a failed refresh built (a FULL's fresh ones) that the table never
-        came to name: no refresh will read them."""
-        before = {str(v["table"]) for v in previous.state_tables.values()} if previous else set()
-        built = [str(v["table"]) for v in result.state_tables.values()]
-        if any(name not in before for name in built):
+        came to name: no refresh will read them. What the table names now is read back,
+        in case its publish went through and only its answer was lost."""
+        named = {str(v["table"]) for v in previous.state_tables.values()} if previous else set()
+        try:
+            table = load_table(self.spark, dt.name)
+            now = RefreshState.from_properties(table.properties()) if table else None
+        except Exception:  # unknown: keep them (an orphan costs disk, never correctness)
+            return
+        if now is not None:
+            named |= {str(v["table"]) for v in now.state_tables.values()}
+        orphans = [str(v["table"]) for v in result.state_tables.values()]
+        orphans = [name for name in orphans if name not in named]
+        if orphans:
             from dyntables.refresh.compiled import drop_state_tables
 
-            drop_state_tables(self.spark, [name for name in built if name not in before])
+            drop_state_tables(self.spark, orphans)
 
     def _maintain(
         self,

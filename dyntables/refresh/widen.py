@@ -6,11 +6,12 @@ table was created with. Rows are written into the table's types, so without this
 FULL refresh fails on the first value that no longer fits, or, for FLOAT, silently
 rounds every value. Iceberg promotes these types in place (old data files stay
 readable), so the table follows the query instead of being rebuilt. Any other
-difference is left to Spark's write, which casts what it safely can and refuses the
-rest.
+difference is left to Spark's write and its store-assignment rules.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from pyspark.sql.types import (
     ArrayType,
@@ -23,6 +24,19 @@ from pyspark.sql.types import (
     MapType,
     StructType,
 )
+
+from dyntables.sql.tokens import TableName
+
+
+def widen_table(spark: Any, name: TableName, returns: StructType) -> list[str]:
+    """Promote the table's columns that ``returns`` (the rows about to be written) widened;
+    the clauses run, for the refresh's stats. A schema change commits at once, outside
+    the refresh's staged snapshot: if the refresh then fails, the table is only wider,
+    and the source's promotion is still in the next refresh's range."""
+    clauses = widenings(spark.table(name.sql()).schema, returns)
+    for clause in clauses:
+        spark.sql(f"ALTER TABLE {name.sql()} {clause}")
+    return clauses
 
 
 def widenings(table: StructType, query: StructType) -> list[str]:
