@@ -7,6 +7,7 @@ is what makes a NO_DATA refresh cost a few metadata reads and nothing else.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -215,8 +216,13 @@ class IcebergTable:
                         return None
                     match = exprs.alwaysTrue()
                     fields = spec.fields()
-                    for i in range(fields.size()):
-                        field = fields.get(i)
+                    live = [fields.get(i) for i in range(fields.size())]
+                    sources = [f.sourceId() for f in live if not f.transform().isVoid()]
+                    if len(set(sources)) < len(sources):
+                        # two fields of one column (identity(k) and bucket(4, k)): Iceberg
+                        # 1.10 projects one's predicate onto the other and plans no file
+                        return None
+                    for i, field in enumerate(live):
                         if field.transform().isVoid():
                             continue
                         source = schema.findColumnName(field.sourceId())
@@ -224,9 +230,12 @@ class IcebergTable:
                             return None
                         term = exprs.transform(source, field.transform())
                         value = partition.get(i, any_value)
-                        predicate = (
-                            exprs.isNull(term) if value is None else exprs.equal(term, value)
-                        )
+                        if value is None:
+                            predicate = exprs.isNull(term)
+                        elif isinstance(value, float) and math.isnan(value):
+                            predicate = exprs.isNaN(term)  # no literal can be NaN
+                        else:
+                            predicate = exprs.equal(term, value)
                         match = getattr(exprs, "and")(match, predicate)
                     row_filter = getattr(exprs, "or")(row_filter, match)
         return row_filter

@@ -30,6 +30,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from py4j.protocol import Py4JJavaError
+
 from dyntables.catalog.definition import SourceVersion
 from dyntables.catalog.iceberg import IcebergTable
 from dyntables.ivm.sqlb import W
@@ -150,6 +152,10 @@ def plan_capture(
             method = FILES
             diff = _file_diff(table, (s.snapshot_id for s in chain))
     except LookupError:  # a file's partition spec was removed: its files cannot be read
+        return Capture(None, SOURCE_HISTORY_UNAVAILABLE)
+    except Py4JJavaError:
+        # e.g. a partition field's source column dropped since: Iceberg cannot bind the
+        # old spec to read the range's manifests, so the change cannot be read
         return Capture(None, SOURCE_HISTORY_UNAVAILABLE)
     if not diff.left and not diff.arrived:
         return Capture(NONE, total_rows=total)
