@@ -116,6 +116,21 @@ def build_plan(
     except Exception:  # noqa: BLE001 - untyped, every IN is recomputed: never wrong
         pass
     type_protected_calls(qualified)
+    struct_star = next(
+        (
+            c
+            for c in qualified.find_all(exp.Column, exp.Dot)
+            if isinstance(c.this if isinstance(c, exp.Column) else c.expression, exp.Star)
+        ),
+        None,
+    )
+    if struct_star is not None:  # qualify expands every table's *: this one is a struct's
+        raise NotIncremental(
+            "STRUCT_STAR",
+            struct_star.sql("spark"),
+            "the fields a struct's * expands to are not modelled; recomputed FULL "
+            "(name the fields to maintain it incrementally)",
+        )
     unnamed = name_unnamed(qualified)
     if unnamed:
         raise NotIncremental(
