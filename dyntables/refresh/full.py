@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from dyntables.catalog.definition import DynamicTableDef, SourceVersion
 from dyntables.catalog.iceberg import load_table
-from dyntables.engine.errors import first_line
+from dyntables.engine.errors import first_line, root_message
 from dyntables.errors import QueryColumnsChangedError, SourceSchemaChangedError
 from dyntables.plan.build import Plan
 from dyntables.plan.query import parse_query, pin_sources
@@ -24,6 +24,8 @@ from dyntables.refresh.widen import widen_table
 from dyntables.sql.tokens import TableName
 
 if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
     from dyntables.refresh.runner import RefreshContext, WriteResult
 
 _T = TypeVar("_T")
@@ -125,7 +127,7 @@ def full_refresh(ctx: RefreshContext, plan: Plan | None, columns: list[str]) -> 
             widened = widen_table(ctx.spark, dt.name, returns)
             if widened:
                 ctx.stats["widened_columns"] = "; ".join(widened)
-        ctx.spark.sql(f"INSERT OVERWRITE {dt.name.sql()} {sql}")
+        _write(ctx, sql, returns)
         _source_read_stats(ctx)
         table = load_table(ctx.spark, dt.name)
         snap = table.staged_snapshot(ctx.job_id) if table is not None else None
@@ -137,6 +139,30 @@ def full_refresh(ctx: RefreshContext, plan: Plan | None, columns: list[str]) -> 
     added = int(snap.summary.get("added-records", "0"))
     deleted = int(snap.summary.get("deleted-records", "0"))
     return WriteResult(added, deleted, state_tables=states)
+
+
+def _write(ctx: RefreshContext, sql: str, returns: StructType) -> None:
+    """The INSERT OVERWRITE. When it fails and the rows' types are not the table's (a
+    source's type changed in a way Iceberg cannot promote the table's column to follow,
+    such as a DECIMAL's scale), say which columns, not Spark's cast error alone."""
+    name = ctx.dt.name.sql()
+    try:
+        ctx.spark.sql(f"INSERT OVERWRITE {name} {sql}")
+    except Exception as exc:
+        table = ctx.spark.table(name).schema
+        differ = [
+            f"{have.name} is now {want.dataType.simpleString()}, the table has "
+            f"{have.dataType.simpleString()}"
+            for have, want in zip(table.fields, returns.fields, strict=False)
+            if have.dataType.simpleString() != want.dataType.simpleString()
+        ]
+        if not differ:
+            raise
+        raise SourceSchemaChangedError(
+            f"the rows of {ctx.dt.name} no longer fit its columns ({'; '.join(differ)}): "
+            f"{first_line(root_message(exc))[:300]}; a source's type changed in a way the table "
+            "cannot follow in place: drop the dynamic table and create it again"
+        ) from exc
 
 
 def _resolving(ctx: RefreshContext, step: Callable[[], _T]) -> _T:

@@ -575,3 +575,25 @@ def test_a_source_column_renamed_under_the_query_fails_clearly_and_keeps_the_row
     lh.sql(f"ALTER TABLE {src} RENAME COLUMN y TO x; INSERT INTO {src} VALUES (2, 1)")
     assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().state == "SUCCEED"
     assert rows(lh.sql(f"SELECT * FROM {dt}")) == [(1, 15), (2, 1)]
+
+
+def test_a_source_type_the_table_cannot_follow_fails_naming_the_column(
+    lh: Lakehouse, unique
+) -> None:
+    """``d / k`` goes from DECIMAL(21,13) to DECIMAL(38,10) when d's precision is raised:
+    Iceberg cannot change a scale in place, and the write failed with Spark's cast error
+    alone (a helper's hunt). It now names the column and both types."""
+    src, dt = unique("src"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (k INT, d DECIMAL(10, 2));
+        INSERT INTO {src} VALUES (1, 10.00), (3, 2.50);
+        CREATE DYNAMIC TABLE {dt} AS SELECT k, d / k AS q FROM {src};
+        ALTER TABLE {src} ALTER COLUMN d TYPE DECIMAL(30, 2);
+        INSERT INTO {src} VALUES (4, 123456789012.34)
+        """
+    )
+    with pytest.raises(DynTablesError, match="DT_SOURCE_SCHEMA_CHANGED") as err:
+        lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
+    assert "q is now decimal(38,10), the table has decimal(21,13)" in str(err.value)
+    assert rows(lh.sql(f"SELECT k FROM {dt}")) == [(1,), (3,)]
