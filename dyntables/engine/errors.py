@@ -30,8 +30,7 @@ def translate(exc: BaseException, statement: str = "") -> DynTablesError:
     from pyspark.errors import AnalysisException, ParseException
 
     error_class = _error_class(exc)
-    message = first_line(root_message(exc))
-    message = re.sub(r"^\[[A-Z_.]+\]\s*", "", message)
+    message = spark_message(exc)
     snippet = _clip(statement)
     if isinstance(exc, ParseException) or error_class.startswith("PARSE_"):
         return SqlSyntaxError(f"{message} in: {snippet}")
@@ -46,6 +45,11 @@ def translate(exc: BaseException, statement: str = "") -> DynTablesError:
     if isinstance(exc, AnalysisException):
         return AnalysisError(f"{message} in: {snippet}")
     return ExecutionError(f"{message} in: {snippet}" if snippet else message)
+
+
+def spark_message(exc: BaseException) -> str:
+    """The first line of the innermost cause's message, without its [ERROR_CLASS]."""
+    return re.sub(r"^\[[A-Z_.]+\]\s*", "", first_line(root_message(exc)))
 
 
 def root_message(exc: BaseException) -> str:

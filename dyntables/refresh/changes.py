@@ -151,11 +151,10 @@ def plan_capture(
         else:
             method = FILES
             diff = _file_diff(table, (s.snapshot_id for s in chain))
-    except LookupError:  # a file's partition spec was removed: its files cannot be read
-        return Capture(None, SOURCE_HISTORY_UNAVAILABLE)
-    except Py4JJavaError:
-        # e.g. a partition field's source column dropped since: Iceberg cannot bind the
-        # old spec to read the range's manifests, so the change cannot be read
+    except (LookupError, Py4JJavaError):
+        # a file's partition spec was removed, or a partition field's source column was
+        # dropped (Iceberg cannot bind the old spec to read the manifests): the range's
+        # files cannot be read
         return Capture(None, SOURCE_HISTORY_UNAVAILABLE)
     if not diff.left and not diff.arrived:
         return Capture(NONE, total_rows=total)

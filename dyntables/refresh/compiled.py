@@ -196,55 +196,46 @@ def full_build(
     sources.renderer = renderer
     states: dict[str, dict[str, object]] = {}
     try:
-        return _build_states(spark, plan, catalog, dt_id, generation, renderer, states, columns)
+        if aggregate_nodes(plan):  # a catalog call the plans without state can skip
+            spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{catalog}`.`{SYSTEM_NAMESPACE}`")
+        for key, node in aggregate_nodes(plan):
+            name = state_table_name(catalog, dt_id, key, generation)
+            build = spark_sql(
+                agg.build_sql(
+                    node, renderer.rel(node.child, NEW), integral_avgs(spark, renderer, node)
+                )
+            )
+            # named before it is built: a failure half-way leaves it to be dropped too
+            states[key] = {"table": str(name), "snapshot": None}
+            # no WAP on state: its writes commit directly (see incremental._StateWrite)
+            spark.sql(
+                f"CREATE TABLE {name.sql()} USING iceberg TBLPROPERTIES ('dyntables.state_of'='{dt_id}', {metadata_properties_sql()}) AS {build}"
+            )
+            table = load_table(spark, name)
+            snapshot = table.current_snapshot_id() if table else None
+            states[key] = {"table": str(name), "snapshot": snapshot}
+            for j, call in agg.distinct_calls(node):
+                dname = state_table_name(catalog, dt_id, f"{key}_d{j}", generation)
+                dbuild = spark_sql(
+                    agg.build_distinct_sql(node, call, renderer.rel(node.child, NEW))
+                )
+                states[f"{key}_d{j}"] = {"table": str(dname), "snapshot": None}
+                spark.sql(
+                    f"CREATE TABLE {dname.sql()} USING iceberg TBLPROPERTIES ('dyntables.state_of'='{dt_id}', {metadata_properties_sql()}) AS {dbuild}"
+                )
+                dtable = load_table(spark, dname)
+                states[f"{key}_d{j}"] = {
+                    "table": str(dname),
+                    "snapshot": dtable.current_snapshot_id() if dtable else None,
+                }
+            finalized = agg.finalized(
+                node, select(["*"], table_ref(name, snapshot)), avg_types(spark, renderer, node)
+            )
+            renderer.materialized[id(node)] = Materialized(finalized, finalized.copy(), None)
+        return output_sql(plan, renderer, columns), states
     except Exception:  # the tables built so far belong to no refresh
         drop_state_tables(spark, [str(v["table"]) for v in states.values()])
         raise
-
-
-def _build_states(
-    spark: Any,
-    plan: Plan,
-    catalog: str,
-    dt_id: str,
-    generation: str,
-    renderer: Renderer,
-    states: dict[str, dict[str, object]],
-    columns: list[str],
-) -> tuple[str, dict[str, dict[str, object]]]:
-    if aggregate_nodes(plan):  # a catalog call the plans without state can skip
-        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{catalog}`.`{SYSTEM_NAMESPACE}`")
-    for key, node in aggregate_nodes(plan):
-        name = state_table_name(catalog, dt_id, key, generation)
-        build = spark_sql(
-            agg.build_sql(node, renderer.rel(node.child, NEW), integral_avgs(spark, renderer, node))
-        )
-        # named before it is built: a failure half-way leaves it to be dropped too
-        states[key] = {"table": str(name), "snapshot": None}
-        # no WAP on state: its writes commit directly (see incremental._StateWrite)
-        spark.sql(
-            f"CREATE TABLE {name.sql()} USING iceberg TBLPROPERTIES ('dyntables.state_of'='{dt_id}', {metadata_properties_sql()}) AS {build}"
-        )
-        table = load_table(spark, name)
-        snapshot = table.current_snapshot_id() if table else None
-        states[key] = {"table": str(name), "snapshot": snapshot}
-        for j, call in agg.distinct_calls(node):
-            dname = state_table_name(catalog, dt_id, f"{key}_d{j}", generation)
-            dbuild = spark_sql(agg.build_distinct_sql(node, call, renderer.rel(node.child, NEW)))
-            states[f"{key}_d{j}"] = {"table": str(dname), "snapshot": None}
-            spark.sql(
-                f"CREATE TABLE {dname.sql()} USING iceberg TBLPROPERTIES ('dyntables.state_of'='{dt_id}', {metadata_properties_sql()}) AS {dbuild}"
-            )
-            dtable = load_table(spark, dname)
-            states[f"{key}_d{j}"] = {
-                "table": str(dname),
-                "snapshot": dtable.current_snapshot_id() if dtable else None,
-            }
-        finalized = agg.finalized(
-            node, select(["*"], table_ref(name, snapshot)), avg_types(spark, renderer, node)
-        )
-        renderer.materialized[id(node)] = Materialized(finalized, finalized.copy(), None)
-    return output_sql(plan, renderer, columns), states
 
 
 def drop_state_tables(spark: Any, tables: list[str]) -> None:

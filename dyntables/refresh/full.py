@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from dyntables.catalog.definition import DynamicTableDef, SourceVersion
 from dyntables.catalog.iceberg import load_table
-from dyntables.engine.errors import first_line, root_message
+from dyntables.engine.errors import spark_message
 from dyntables.errors import QueryColumnsChangedError, SourceSchemaChangedError
 from dyntables.plan.build import Plan
 from dyntables.plan.query import parse_query, pin_sources
@@ -160,7 +160,7 @@ def _write(ctx: RefreshContext, sql: str, returns: StructType) -> None:
             raise
         raise SourceSchemaChangedError(
             f"the rows of {ctx.dt.name} no longer fit its columns ({'; '.join(differ)}): "
-            f"{first_line(root_message(exc))[:300]}; a source's type changed in a way the table "
+            f"{spark_message(exc)[:300]}; a source's type changed in a way the table "
             "cannot follow in place: drop the dynamic table and create it again"
         ) from exc
 
@@ -185,7 +185,7 @@ def _resolving(ctx: RefreshContext, step: Callable[[], _T]) -> _T:
 def no_longer_resolves(dt: DynamicTableDef, exc: Exception) -> SourceSchemaChangedError:
     """The error for a query that Spark no longer resolves over its pinned sources: nearly
     always a source column renamed, dropped or retyped since CREATE."""
-    message = re.sub(r"^\[[A-Z_.]+\]\s*|;?\s*line \d+ pos \d+", "", first_line(str(exc)))
+    message = re.sub(r";?\s*line \d+ pos \d+", "", spark_message(exc))
     return SourceSchemaChangedError(
         f"the query of {dt.name} no longer resolves over its sources: {message.rstrip('.; ')}; "
         "if a source's column was renamed, dropped or retyped since the table was created, "

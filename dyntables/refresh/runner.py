@@ -287,8 +287,9 @@ class Refresher:
             return
         if now is not None:
             named |= {str(v["table"]) for v in now.state_tables.values()}
-        orphans = [str(v["table"]) for v in result.state_tables.values()]
-        orphans = [name for name in orphans if name not in named]
+        orphans = [
+            str(v["table"]) for v in result.state_tables.values() if str(v["table"]) not in named
+        ]
         if orphans:
             from dyntables.refresh.compiled import drop_state_tables
 
