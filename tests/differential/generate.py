@@ -1600,22 +1600,21 @@ def _mutation(
     ]
     # rarely: the snapshot the last refresh recorded is expired (the next one recomputes)
     kind = "expire" if chance(ch, 0.03) else pick(ch, kinds)
-    if (
-        evolved is not None
-        and t not in evolved
-        and "PARTITIONED" not in table.options
-        and chance(ch, 0.05)
-    ):
+    if evolved is not None and t not in evolved and chance(ch, 0.05):
         # partition evolution: older files keep their spec; a compaction rewrites them
         # into the new one, so a change after it, in a few of the buckets, mixes specs
-        # in one range
+        # in one range. A table partitioned by k gains a second field on k (Iceberg
+        # projects one field's predicate onto the other) or loses its only field.
         evolved.add(t)
         compact = [
             f"CALL lakehouse.system.rewrite_data_files(table => 'public.{t}', "
             "options => map('min-input-files', '1'))"
         ]
+        evolve = f"ALTER TABLE {t} ADD PARTITION FIELD bucket(4, k)"
+        if "PARTITIONED" in table.options and chance(ch, 0.5):
+            evolve = f"ALTER TABLE {t} DROP PARTITION FIELD k"
         return [
-            f"ALTER TABLE {t} ADD PARTITION FIELD bucket(4, k)",
+            evolve,
             *(compact if chance(ch, 0.5) else []),
             *_mutation(ch, table, known, qg, pools),
         ]
