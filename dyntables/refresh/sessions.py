@@ -35,6 +35,11 @@ _THREAD_PROPERTIES = (
 )
 
 
+# the user's session settings that stage Iceberg writes (write-audit-publish): never
+# carried into the work's session
+SESSION_STAGING = ("spark.wap.id", "spark.wap.branch")
+
+
 def rows_together(counts: Iterable[int | None]) -> int | None:
     """What tables holding ``counts`` rows hold together; None when one count is unknown
     (a snapshot whose summary does not say)."""
@@ -53,6 +58,13 @@ def work_session(spark: Any, settings: Mapping[str, str], rows: int | None) -> A
     from pyspark.sql import SparkSession
 
     session = SparkSession(spark.sparkContext, spark._jsparkSession.cloneSession())
+    for key in SESSION_STAGING:
+        # the user's write-audit-publish staging is theirs, not the work's: with
+        # spark.wap.branch set, Iceberg refuses the work's own staged writes ("Cannot
+        # set both WAP ID and branch") and writes a new table's rows to that branch
+        # (CREATE's table then shows none); with spark.wap.id set, CREATE's rows were
+        # staged and never published
+        session.conf.unset(key)
     for key, value in settings.items():
         session.conf.set(key, value)
     if rows is not None and rows <= SMALL_DATA_ROWS:
