@@ -304,6 +304,16 @@ class IcebergTable:
         finally:
             tasks.close()
 
+    def types_ever(self, names: Iterable[str]) -> dict[str, set[str]]:
+        """Each named column's types in every schema the table has had (by name, so a
+        column dropped and added again counts as one)."""
+        schemas = _java_list(self.spark, self._t.schemas().values())
+        found: dict[str, set[str]] = {}
+        for name in names:
+            fields = (s.caseInsensitiveFindField(name) for s in schemas)
+            found[name] = {str(f.type().toString()) for f in fields if f is not None}
+        return found
+
     def total_records(self) -> int | None:
         snap = self.current_snapshot()
         if snap is None:

@@ -122,6 +122,15 @@ def plan_capture(
     newest = table.snapshot(new.snapshot)
     total = int(newest.summary.get("total-records", "0")) if newest else 0
     if old.snapshot is None:
+        if columns and any(len(t) > 1 for t in table.types_ever(columns).values()):
+            # the table was empty at the last refresh, so no snapshot says which schema
+            # it had then. When a scanned column's type ever changed (ALTER COLUMN ...
+            # TYPE, CREATE OR REPLACE TABLE keeping the table's history), the rows read
+            # now may have other types than the table's columns and state were built for
+            # (a DOUBLE written into an INT column, a BIGINT overflowing one): recompute,
+            # which follows the new types or says why it cannot. A change older than
+            # the dynamic table costs one needless recompute of what is read whole anyway
+            return Capture(None, SOURCE_SCHEMA_CHANGED)
         return Capture(INITIAL, changed_rows=total, total_rows=total, read_rows=total)
     start = table.snapshot(old.snapshot)
     if start is None:
