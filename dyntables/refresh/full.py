@@ -20,7 +20,7 @@ from dyntables.plan.build import Plan
 from dyntables.plan.query import parse_query, pin_sources
 from dyntables.plan.render import spark_sql
 from dyntables.refresh.compiled import drop_state_tables, full_build
-from dyntables.refresh.widen import widen_table
+from dyntables.refresh.widen import narrowings, widen_table
 from dyntables.sql.tokens import TableName
 
 if TYPE_CHECKING:
@@ -127,6 +127,19 @@ def full_refresh(ctx: RefreshContext, plan: Plan | None, columns: list[str]) -> 
             widened = widen_table(ctx.spark, dt.name, returns)
             if widened:
                 ctx.stats["widened_columns"] = "; ".join(widened)
+            query_types = (
+                returns
+                if plan is None
+                else _resolving(ctx, lambda: ctx.spark.sql(pinned_query_sql(dt, ctx.pinned)).schema)
+            )
+            lossy = narrowings(ctx.spark, dt.name, query_types)
+            if lossy:
+                raise SourceSchemaChangedError(
+                    f"the rows of {dt.name} no longer fit its columns ({'; '.join(lossy)}): "
+                    "writing them would change their values; a source's type changed in a "
+                    "way the table cannot follow in place: drop the dynamic table and "
+                    "create it again"
+                )
         _write(ctx, sql, returns)
         _source_read_stats(ctx)
         table = load_table(ctx.spark, dt.name)

@@ -15,14 +15,19 @@ from typing import Any
 
 from pyspark.sql.types import (
     ArrayType,
+    ByteType,
     DataType,
+    DateType,
     DecimalType,
     DoubleType,
     FloatType,
     IntegerType,
     LongType,
     MapType,
+    ShortType,
     StructType,
+    TimestampNTZType,
+    TimestampType,
 )
 
 from dyntables.sql.tokens import TableName
@@ -113,3 +118,42 @@ def _path(parts: tuple[str, ...]) -> str:
 
 def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
+
+
+def narrowings(spark: Any, name: TableName, returns: StructType) -> list[str]:
+    """The columns whose rows, written by position, Spark's store assignment would cast
+    without an error but with another value: a fraction into an integer column (7.5
+    written as 7), a DOUBLE into a FLOAT, a DECIMAL into one of a smaller scale or a
+    floating point number into a DECIMAL (rounded), a timestamp into a DATE, a
+    TIMESTAMP_NTZ into a TIMESTAMP (or back). Run after widen_table; a source's type
+    changes this way only by replacing the source (DROP and CREATE, CREATE OR REPLACE
+    TABLE). A value that does not fit at all fails the write, as before."""
+    table = spark.table(name.sql()).schema
+    return [
+        f"{have.name} is now {want.dataType.simpleString()}, the table has "
+        f"{have.dataType.simpleString()}"
+        for have, want in zip(table.fields, returns.fields, strict=False)
+        if _changes_values(want.dataType, have.dataType)
+    ]
+
+
+def _changes_values(want: DataType, have: DataType) -> bool:
+    """Whether writing ``want`` values into a ``have`` column changes some of them
+    (rounds or truncates) without failing."""
+    fractional = isinstance(want, FloatType | DoubleType) or (
+        isinstance(want, DecimalType) and want.scale > 0
+    )
+    if fractional and isinstance(have, ByteType | ShortType | IntegerType | LongType):
+        return True
+    if isinstance(want, DoubleType) and isinstance(have, FloatType):
+        return True
+    if isinstance(have, DecimalType):
+        if isinstance(want, FloatType | DoubleType):
+            return True
+        if isinstance(want, DecimalType) and want.scale > have.scale:
+            return True
+    if isinstance(want, TimestampType | TimestampNTZType) and isinstance(have, DateType):
+        return True
+    # a local time read as an instant in the session's time zone, or the reverse
+    zoned = (TimestampType, TimestampNTZType)
+    return any(isinstance(want, a) and isinstance(have, b) for a, b in (zoned, zoned[::-1]))
