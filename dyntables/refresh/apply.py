@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from sqlglot import exp
@@ -230,14 +229,23 @@ def _bounded_columns(fields: Any) -> list[tuple[str, str]]:
     return out
 
 
+# Types whose bounds travel as numbers (how to make one, how to read it back): an instant
+# in UTC whatever the session's time zone, and a date of any year Spark holds (Python's
+# dates stop at 1..9999; Spark's go on)
+_AS_NUMBERS = {
+    "timestamp": ("unix_micros", "timestamp_micros"),
+    "date": ("unix_date", "date_from_unix_date"),
+}
+
+
 def _bounds_items(bounded: list[tuple[str, str]]) -> str:
     """MIN, MAX and NULL count of each column over the values that lose copies, as more
     columns of the counting job (no job of their own)."""
     items = []
     for k, (name, type_sql) in enumerate(bounded):
         c = _q(name)
-        if type_sql == "timestamp":
-            c = f"unix_micros({c})"
+        if type_sql in _AS_NUMBERS:
+            c = f"{_AS_NUMBERS[type_sql][0]}({c})"
         items.append(
             f", MIN(IF({W} < 0, {c}, NULL)) AS _lo{k}, MAX(IF({W} < 0, {c}, NULL)) AS _hi{k}, "
             f"COUNT_IF({W} < 0 AND {c} IS NULL) AS _nl{k}"
@@ -261,9 +269,9 @@ def _losing_ranges(bounded: list[tuple[str, str]], row: Any) -> str | None:
             continue
         low: exp.Expr
         high: exp.Expr
-        if type_sql == "timestamp":
+        if type_sql in _AS_NUMBERS:
             low, high = (
-                exp.Anonymous(this="timestamp_micros", expressions=[exp.Literal.number(v)])
+                exp.Anonymous(this=_AS_NUMBERS[type_sql][1], expressions=[exp.Literal.number(v)])
                 for v in (lo, hi)
             )
         else:
@@ -345,25 +353,31 @@ def _units_items(field: _Field | None) -> str:
 def _unit_bounds(field: _Field, unit: int) -> tuple[str, str]:
     """The literals bounding one partition, ``[low, high)``, on the column's own type:
     instants in UTC for a timestamp (Iceberg's transforms are in UTC); a date's identity
-    partition is its day."""
+    partition is its day. Computed as day and microsecond numbers, not Python dates,
+    which stop at year 9999 where Spark's go on."""
     if field.transform == "hour":
-        start, end = (
-            datetime(1970, 1, 1, tzinfo=UTC) + timedelta(hours=u) for u in (unit, unit + 1)
-        )
+        hour = 3_600_000_000
+        return f"timestamp_micros({unit * hour})", f"timestamp_micros({(unit + 1) * hour})"
+    if field.transform == "month":
+        days = [_epoch_day(1970 + u // 12, u % 12 + 1) for u in (unit, unit + 1)]
+    elif field.transform == "year":
+        days = [_epoch_day(1970 + u, 1) for u in (unit, unit + 1)]
     else:
-        if field.transform == "month":
-            first = date(1970 + unit // 12, unit % 12 + 1, 1)
-            after = date(first.year + first.month // 12, first.month % 12 + 1, 1)
-        elif field.transform == "year":
-            first, after = date(1970 + unit, 1, 1), date(1971 + unit, 1, 1)
-        else:
-            first = date(1970, 1, 1) + timedelta(days=unit)
-            after = first + timedelta(days=1)
-        if field.type_sql == "date":
-            return f"DATE '{first.isoformat()}'", f"DATE '{after.isoformat()}'"
-        start, end = (datetime(d.year, d.month, d.day, tzinfo=UTC) for d in (first, after))
-    instant = "TIMESTAMP '%Y-%m-%d %H:%M:%SZ'"  # Z: UTC, whatever the session's zone
-    return start.strftime(instant), end.strftime(instant)
+        days = [unit, unit + 1]
+    if field.type_sql == "date":
+        return f"date_from_unix_date({days[0]})", f"date_from_unix_date({days[1]})"
+    day = 86_400_000_000
+    return f"timestamp_micros({days[0] * day})", f"timestamp_micros({days[1] * day})"
+
+
+def _epoch_day(year: int, month: int) -> int:
+    """Days from 1970-01-01 to the first of ``month`` in ``year``, in the proleptic
+    Gregorian calendar Spark and Iceberg use (H. Hinnant's days_from_civil)."""
+    y = year - (month <= 2)
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5
+    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
 
 
 def _overwrite_condition(

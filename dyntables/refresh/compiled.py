@@ -117,6 +117,10 @@ class BoundSources:
             type_sql = df.schema.fields[0].dataType.simpleString()
             if not PRUNABLE_TYPES.match(type_sql):
                 self._bounds[key] = None
+            elif type_sql == "date":
+                # as day numbers: Python's dates stop at year 9999, Spark's go on
+                (row,) = df.selectExpr("unix_date(lo) AS lo", "unix_date(hi) AS hi").collect()
+                self._bounds[key] = (_day(row["lo"]), _day(row["hi"]))
             else:
                 (row,) = df.collect()
                 self._bounds[key] = (literal(row["lo"], type_sql), literal(row["hi"], type_sql))
@@ -130,6 +134,12 @@ class BoundSources:
             schema = self.spark.sql(spark_sql(renderer.rel(node, NEW))).schema
             self._types[id(node)] = {f.name: f.dataType.simpleString() for f in schema.fields}
         return self._types[id(node)]
+
+
+def _day(days: int | None) -> exp.Expr:
+    if days is None:
+        return exp.cast(exp.null(), "date", dialect="spark")
+    return exp.Anonymous(this="date_from_unix_date", expressions=[exp.Literal.number(days)])
 
 
 def avg_types(spark: Any, renderer: Renderer, node: Aggregate) -> dict[str, str]:
