@@ -325,6 +325,12 @@ def keys_differ(pairs: list[tuple[exp.Expr, exp.Expr]], by_value: bool) -> str |
         if fa is None or fb is None:
             shown = a if fa is None else b
             return f"cannot tell the type of {shown.sql('spark')[:60]}; recomputed"
+        if by_value and _zone_meets_no_zone(a, b):
+            return (
+                f"{a.sql('spark')[:40]} and {b.sql('spark')[:40]} compare a TIMESTAMP with a "
+                "TIMESTAMP_NTZ in the session's time zone, where two local times can be one "
+                "instant (a daylight-saving gap); cast one side to the other's type"
+            )
         if "null" in (fa, fb) or fa == fb:
             continue
         exact = {"integer", "decimal"}
@@ -385,6 +391,15 @@ def _non_null(e: exp.Expr) -> exp.Expr | None:
     if family == "date or time" and e.type is not None:
         return exp.cast(exp.Literal.string("1970-01-01"), e.type.copy())
     return None
+
+
+def _zone_meets_no_zone(a: exp.Expr, b: exp.Expr) -> bool:
+    """A TIMESTAMP_NTZ beside another timestamp: Spark reads the NTZ value in the session
+    time zone to compare them, and that reading is not one-to-one."""
+    kinds = [e.type.this if e.type is not None else None for e in (a, b)]
+    ntz = exp.DataType.Type.TIMESTAMPNTZ
+    others = exp.DataType.TEMPORAL_TYPES - {ntz, exp.DataType.Type.DATE}
+    return (kinds[0] == ntz and kinds[1] in others) or (kinds[1] == ntz and kinds[0] in others)
 
 
 def _family(e: exp.Expr) -> str | None:

@@ -903,3 +903,28 @@ def test_a_structs_star_is_recomputed() -> None:
             build_plan(sql, schema, qualify)
         assert err.value.code == "STRUCT_STAR"
     assert build_plan("SELECT t0.* FROM t0", schema, qualify).output_names == ("k", "s")
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT k FROM t0 WHERE EXISTS (SELECT 1 FROM t1 WHERE t1.nt = t0.ts)",
+        "SELECT k FROM t0 WHERE ts IN (SELECT nt FROM t1)",
+        "SELECT t0.k FROM t0 LEFT JOIN t1 ON t0.ts = t1.nt",
+    ],
+)
+def test_a_timestamp_kept_by_value_beside_a_timestamp_ntz_is_recomputed(sql: str) -> None:
+    """Spark reads the NTZ value in the session's time zone to compare, and local 02:30
+    and 03:30 of a spring-forward day are one instant: a rule keeping "has a match" per
+    value would take one of them leaving for the instant's last match leaving."""
+    schema = {T0: [("k", "int"), ("ts", "timestamp")], T1: [("nt", "timestamp_ntz")]}
+    with pytest.raises(NotIncremental) as err:
+        build_plan(sql, schema, qualify)
+    assert err.value.code == "KEY_TYPES"
+
+
+def test_an_inner_join_of_a_timestamp_and_a_timestamp_ntz_keeps_its_rule() -> None:
+    """Joined row by row, the sides need only be ordered alike, and reading an NTZ value
+    in a time zone keeps the order."""
+    schema = {T0: [("k", "int"), ("ts", "timestamp")], T1: [("nt", "timestamp_ntz")]}
+    build_plan("SELECT t0.k FROM t0 JOIN t1 ON t0.ts = t1.nt", schema, qualify)
