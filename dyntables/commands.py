@@ -6,7 +6,7 @@ from __future__ import annotations
 import fnmatch
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -37,9 +37,11 @@ from dyntables.errors import (
 )
 from dyntables.plan.query import (
     check_deterministic,
+    names_beyond_tables,
     non_deterministic,
     parse_query,
     pin_sources,
+    refs_read,
     source_tables,
 )
 from dyntables.plan.render import spark_sql
@@ -168,10 +170,17 @@ class Commands:
         except UnsupportedQueryError as exc:
             raise UnsupportedQueryError(f"dynamic table {name}: {exc.message}") from exc
         check_deterministic(query, str(name))
+        beyond = names_beyond_tables(query)
+        if beyond:
+            raise UnsupportedQueryError(
+                f"dynamic table {name} reads {beyond[0]}: a branch, tag or metadata table "
+                "named as a table is not tracked as a source; read a branch or tag with "
+                "VERSION AS OF 'name' (t VERSION AS OF 'b')"
+            )
         sources = source_tables(query, self.lh.qualify)
         if name in sources:
             raise UnsupportedQueryError(f"dynamic table {name} cannot read itself")
-        pinned, source_rows = self._pin(sources)
+        pinned, source_rows = self._pin(sources, refs_read(query, self.lh.qualify))
         self._validate_options(stmt)
         dt = DynamicTableDef(
             name=name,
@@ -208,9 +217,12 @@ class Commands:
             self._build(dt, stmt, query, pinned, source_rows, replace=existing is not None)
         return self._ok()
 
-    def _pin(self, sources: list[TableName]) -> tuple[dict[str, SourceVersion], int | None]:
-        """The sources' current snapshots, and the rows they hold together (None when a
-        snapshot does not say)."""
+    def _pin(
+        self, sources: list[TableName], refs: Mapping[TableName, frozenset[str]]
+    ) -> tuple[dict[str, SourceVersion], int | None]:
+        """The sources' current snapshots (and those of the branches and tags the query
+        reads by name), and the rows they hold together (None when a snapshot does not
+        say)."""
         pinned: dict[str, SourceVersion] = {}
         counts: list[int | None] = []
         for source in sources:
@@ -219,7 +231,12 @@ class Commands:
                 raise TableNotFoundError(
                     f"source table {source} not found (or not an Iceberg table); create it before the dynamic table"
                 )
-            pinned[str(source)] = SourceVersion(table.current_snapshot_id(), table.uuid)
+            if table.is_metadata_table:
+                raise UnsupportedQueryError(
+                    f"source {source} is a metadata table, which changes without a commit "
+                    "of its own; a dynamic table reads tables"
+                )
+            pinned[str(source)] = table.version(refs.get(source, ()))
             counts.append(table.total_records())
         return pinned, rows_together(counts)
 

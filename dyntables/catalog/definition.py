@@ -26,19 +26,30 @@ RESULT_SETTINGS = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled")
 @dataclass(frozen=True)
 class SourceVersion:
     """What a refresh read from one source: the snapshot (None: table was empty) and the
-    table's uuid, so a dropped-and-recreated source is not mistaken for the same table."""
+    table's uuid, so a dropped-and-recreated source is not mistaken for the same table.
+    ``refs``: the snapshot of each branch or tag the query reads by name (``VERSION AS
+    OF 'b'``), sorted by name; a ref moves without a commit to the table's main history,
+    so without them a moved ref looked like no change."""
 
     snapshot: int | None
     uuid: str
+    refs: tuple[tuple[str, int | None], ...] = ()
 
     def to_json(self) -> dict[str, object]:
-        return {"snapshot": self.snapshot, "uuid": self.uuid}
+        out: dict[str, object] = {"snapshot": self.snapshot, "uuid": self.uuid}
+        if self.refs:
+            out["refs"] = [[name, snap] for name, snap in self.refs]
+        return out
 
     @staticmethod
     def from_json(value: Mapping[str, object]) -> SourceVersion:
         snap = value.get("snapshot")
+        refs = value.get("refs") or []
+        assert isinstance(refs, list)
         return SourceVersion(
-            int(str(snap)) if snap is not None else None, str(value.get("uuid", ""))
+            int(str(snap)) if snap is not None else None,
+            str(value.get("uuid", "")),
+            tuple((str(n), int(str(s)) if s is not None else None) for n, s in refs),
         )
 
 

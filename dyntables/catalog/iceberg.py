@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dyntables.catalog.definition import SourceVersion
 from dyntables.engine.jvm import java_class
 from dyntables.sql.tokens import TableName
 
@@ -303,6 +304,26 @@ class IcebergTable:
             return int(iterables.size(tasks))
         finally:
             tasks.close()
+
+    @property
+    def is_metadata_table(self) -> bool:
+        """``t.snapshots``, ``t.files``, ...: Iceberg loads them under a three-part name."""
+        cls = self._t.getClass()
+        while cls is not None:
+            if cls.getName() == "org.apache.iceberg.BaseMetadataTable":
+                return True
+            cls = cls.getSuperclass()
+        return False
+
+    def version(self, refs: Iterable[str] = ()) -> SourceVersion:
+        """The table as a refresh reads it now: its current snapshot, and the snapshot
+        of each of ``refs`` (branches or tags; None for one the table lacks)."""
+        jrefs = self._t.refs() if refs else None
+        found = []
+        for name in sorted(set(refs)):
+            ref = jrefs.get(name) if jrefs is not None else None
+            found.append((name, int(ref.snapshotId()) if ref is not None else None))
+        return SourceVersion(self.current_snapshot_id(), self.uuid, tuple(found))
 
     def types_ever(self, names: Iterable[str]) -> dict[str, set[str]]:
         """Each named column's types in every schema the table has had (by name, so a

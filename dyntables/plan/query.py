@@ -357,6 +357,32 @@ def source_tables(query: exp.Query, qualify: Qualifier) -> list[TableName]:
     return list(seen)
 
 
+def refs_read(query: exp.Query, qualify: Qualifier) -> dict[TableName, frozenset[str]]:
+    """The branches and tags the query reads by name (``t VERSION AS OF 'b'``), by
+    table. A ref moves on its own, without a commit to the table's main history, so a
+    refresh records where each stood."""
+    found: dict[TableName, set[str]] = {}
+    for table, cte in table_refs(query):
+        version = table.args.get("version")
+        if cte is not None or not isinstance(version, exp.Version):
+            continue
+        value = version.expression
+        if (
+            str(version.this).upper() == "VERSION"
+            and isinstance(value, exp.Literal)
+            and value.is_string
+        ):
+            found.setdefault(qualify(table_name(table)), set()).add(value.name)
+    return {name: frozenset(refs) for name, refs in found.items()}
+
+
+def names_beyond_tables(query: exp.Expr) -> list[str]:
+    """Relations named with more parts than catalog.namespace.table
+    (``lakehouse.public.t0.branch_b``): a branch, tag, snapshot or metadata table
+    selected by its name, which no rule tracks as a source."""
+    return [t.sql("spark") for t in query.find_all(exp.Table) if isinstance(t.this, exp.Dot)]
+
+
 def scoped_names(query: exp.Query, qualify: Qualifier) -> exp.Query:
     """A copy of ``query`` in which every name means the same wherever it is moved:
 

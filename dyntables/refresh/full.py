@@ -17,7 +17,7 @@ from dyntables.catalog.iceberg import load_table
 from dyntables.engine.errors import spark_message
 from dyntables.errors import QueryColumnsChangedError, SourceSchemaChangedError
 from dyntables.plan.build import Plan
-from dyntables.plan.query import parse_query, pin_sources
+from dyntables.plan.query import parse_query, pin_sources, refs_read
 from dyntables.plan.render import spark_sql
 from dyntables.refresh.compiled import drop_state_tables, full_build
 from dyntables.refresh.widen import narrowings, widen_table
@@ -43,6 +43,17 @@ def qualifier(dt: DynamicTableDef) -> Callable[[TableName], TableName]:
         return name
 
     return qualify
+
+
+_AS_OF = re.compile(r"\bAS\s+OF\b", re.IGNORECASE)
+
+
+def refs_of(dt: DynamicTableDef) -> dict[TableName, frozenset[str]]:
+    """The branches and tags the query reads by name, by source (see
+    :func:`~dyntables.plan.query.refs_read`); parsed only when the text reads AS OF."""
+    if not _AS_OF.search(dt.query):
+        return {}
+    return refs_read(parse_query(dt.query), qualifier(dt))
 
 
 def pinned_query_sql(dt: DynamicTableDef, pinned: dict[str, SourceVersion]) -> str:

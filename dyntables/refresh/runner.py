@@ -317,15 +317,18 @@ class Refresher:
     ) -> tuple[dict[str, SourceVersion], list[str], int | None]:
         """The sources' current snapshots, the sources that are gone, and the rows the
         sources hold together (None when a snapshot does not say)."""
+        from dyntables.refresh.full import refs_of
+
         pinned: dict[str, SourceVersion] = {}
         missing: list[str] = []
         counts: list[int | None] = []
+        refs = refs_of(dt)
         for source in dt.sources:
             table = load_table(self.spark, source)
             if table is None:
                 missing.append(str(source))
                 continue
-            pinned[str(source)] = SourceVersion(table.current_snapshot_id(), table.uuid)
+            pinned[str(source)] = table.version(refs.get(source, ()))
             counts.append(table.total_records())
         return pinned, missing, rows_together(counts)
 

@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import pytest
 
+from dyntables.catalog.definition import SourceVersion
 from dyntables.errors import UnsupportedQueryError
-from dyntables.plan.query import parse_query, pin_sources, scoped_names, source_tables
+from dyntables.plan.query import (
+    names_beyond_tables,
+    parse_query,
+    pin_sources,
+    refs_read,
+    scoped_names,
+    source_tables,
+)
 from dyntables.sql.tokens import TableName
 
 
@@ -273,3 +281,27 @@ def test_array_size_is_not_written_back_as_size() -> None:
         sql.sql("spark")
         == "SELECT ARRAY_SIZE(a) AS n, SIZE(a) AS m, WINDOW(ts, '1 hour') AS w FROM t0"
     )
+
+
+def test_the_branches_and_tags_a_query_reads_by_name() -> None:
+    query = parse_query(
+        "SELECT a.k FROM t0 VERSION AS OF 'b' AS a JOIN t0 VERSION AS OF 'v1' AS c ON a.k = c.k "
+        "JOIN t1 VERSION AS OF 123 AS d ON a.k = d.k "
+        "JOIN t1 TIMESTAMP AS OF '2024-01-01' AS e ON a.k = e.k "
+        "WHERE a.k IN (WITH t0 AS (SELECT 1 AS k) SELECT k FROM t0)"
+    )
+    t0 = TableName(("lakehouse", "public", "t0"))
+    assert refs_read(query, qualify) == {t0: frozenset({"b", "v1"})}
+
+
+def test_a_ref_or_metadata_table_named_as_a_table_is_found() -> None:
+    query = parse_query("SELECT k FROM lakehouse.public.t0.branch_b JOIN t1 USING (k)")
+    assert names_beyond_tables(query) == ["lakehouse.public.t0.branch_b"]
+    assert names_beyond_tables(parse_query("SELECT k FROM lakehouse.public.t0")) == []
+
+
+def test_a_source_version_keeps_its_refs_through_its_properties() -> None:
+    version = SourceVersion(7, "u", (("b", 9), ("gone", None)))
+    assert SourceVersion.from_json(version.to_json()) == version
+    assert SourceVersion.from_json({"snapshot": 7, "uuid": "u"}) == SourceVersion(7, "u")
+    assert version != SourceVersion(7, "u", (("b", 10), ("gone", None)))

@@ -677,3 +677,54 @@ def test_the_users_write_audit_publish_setting_stays_the_users(
         lh.sql(f"RESET {setting}")
     assert (out.state, out.refresh_mode) == ("SUCCEED", "INCREMENTAL")
     assert rows(lh.sql(f"SELECT * FROM {dt}")) == [(1, 10), (2, 20), (3, 30)]
+
+
+def test_a_branch_or_tag_read_by_name_is_refreshed_when_it_moves(lh: Lakehouse, unique) -> None:
+    """A ref moves without a commit to the table's main history, so a refresh after a
+    write to the branch (or the tag moved) was NO_DATA and the table kept the ref's old
+    rows (a helper's hunt). Each refresh now records where the refs stood."""
+    src, on_branch, on_tag = unique("src"), unique("dt"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (k INT, n INT);
+        INSERT INTO {src} VALUES (1, 10);
+        ALTER TABLE {src} CREATE BRANCH b;
+        ALTER TABLE {src} CREATE TAG v1;
+        CREATE DYNAMIC TABLE {on_branch} AS SELECT k, n FROM {src} VERSION AS OF 'b';
+        CREATE DYNAMIC TABLE {on_tag} AS SELECT k, n FROM {src} VERSION AS OF 'v1';
+        INSERT INTO lakehouse.public.{src}.branch_b VALUES (2, 20)
+        """
+    )
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {on_branch}").first().refresh_mode == "FULL"
+    assert rows(lh.sql(f"SELECT * FROM {on_branch}")) == [(1, 10), (2, 20)]
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {on_branch}").first().refresh_mode == "NO_DATA"
+    lh.sql(f"INSERT INTO {src} VALUES (3, 30)")  # main moves on; the tag stays
+    lh.sql(f"REFRESH DYNAMIC TABLE {on_tag}")
+    assert rows(lh.sql(f"SELECT * FROM {on_tag}")) == [(1, 10)]
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {on_tag}").first().refresh_mode == "NO_DATA"
+    (latest,) = lh.sql(
+        f"SELECT snapshot_id FROM lakehouse.public.{src}.snapshots "
+        "ORDER BY committed_at DESC LIMIT 1"
+    ).collect()
+    lh.sql(f"ALTER TABLE {src} REPLACE TAG v1 AS OF VERSION {latest.snapshot_id}")
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {on_tag}").first().refresh_mode == "FULL"
+    assert rows(lh.sql(f"SELECT * FROM {on_tag}")) == [(1, 10), (3, 30)]
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {on_tag}").first().refresh_mode == "NO_DATA"
+
+
+@pytest.mark.parametrize(
+    "relation",
+    ["lakehouse.public.{src}.branch_b", "lakehouse.public.{src}.snapshots", "public.{src}.files"],
+)
+def test_a_ref_or_metadata_table_named_as_a_table_is_refused(
+    lh: Lakehouse, unique, relation: str
+) -> None:
+    """Such a read was not tracked as a source (or as one that changes without a commit
+    of its own), so the table stayed as CREATE left it, every refresh NO_DATA."""
+    src, dt = unique("src"), unique("dt")
+    lh.sql(
+        f"CREATE TABLE {src} (k INT); INSERT INTO {src} VALUES (1); ALTER TABLE {src} CREATE BRANCH b"
+    )
+    with pytest.raises(UnsupportedQueryError, match="VERSION AS OF|metadata table"):
+        lh.sql(f"CREATE DYNAMIC TABLE {dt} AS SELECT 1 AS one FROM {relation.format(src=src)}")
+    assert not lh.spark.catalog.tableExists(f"lakehouse.public.{dt}")
