@@ -24,6 +24,7 @@ the order of additions.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -393,7 +394,7 @@ def change_sql(
     for name in lay.value_columns:
         items.append(alias(col(name, o_alias), "o_" + name))
 
-    def add(o: exp.Expr, d: exp.Expr) -> exp.Expr:
+    def add(o: exp.Expr, d: exp.Expr) -> exp.Add:
         return exp.Add(
             this=exp.func("coalesce", o, lit(0)), expression=exp.func("coalesce", d, lit(0))
         )
@@ -436,8 +437,10 @@ def change_sql(
         empty = exp.EQ(this=new_n.copy(), expression=lit(0))
         if "s" in names:
             s_name = names["s"]
-            total = add(col(s_name, o_alias), col("d_" + s_name, d_alias))
-            value: exp.Expr = exp.cast(total, state_types[s_name], dialect="spark")
+            summed = _sum_of_two(
+                add(col(s_name, o_alias), col("d_" + s_name, d_alias)), state_types[s_name]
+            )
+            value: exp.Expr = exp.cast(summed, state_types[s_name], dialect="spark")
             if _decimal(state_types[s_name]):
                 # NULL now (the addition overflowed) or before (the state had): unknown
                 was = exp.and_(
@@ -460,7 +463,7 @@ def change_sql(
                     expression=exp.func("coalesce", col("a_" + s_name, d_alias), lit(0)),
                 )
                 cancelled = exp.LT(
-                    this=exp.Abs(this=total.copy()),
+                    this=exp.Abs(this=summed.copy()),
                     expression=exp.Mul(this=exp.Literal.number(CANCELLATION), expression=magnitude),
                 )
                 flag = exp.and_(exp.paren(exp.or_(lost, cancelled)), exp.Not(this=empty.copy()))
@@ -488,6 +491,30 @@ def change_sql(
     for table, dd_on in joins:
         q = q.join(table, on=dd_on, join_type="left")
     return q
+
+
+def _sum_of_two(total: exp.Add, state_type: str) -> exp.Expr:
+    """``old + delta`` of a running sum, exact. Spark types the sum of two DECIMAL(38, s)
+    as DECIMAL(38, s - 1) when s > 6 (it gives up a digit of scale to fit the carry), so
+    the last digit was rounded away where Spark's SUM keeps it. Both operands are
+    narrowed to DECIMAL(37, s), whose sum is a DECIMAL(38, s); an operand too large for
+    that stops the refresh, which recomputes (SUM_OVERFLOW)."""
+    m = re.fullmatch(r"decimal\((\d+),\s*(\d+)\)", state_type.lower())
+    if m is None or int(m[1]) < 38 or int(m[2]) <= 6:
+        return total
+    if int(m[2]) >= 38:  # no DECIMAL(37, 38) to narrow to
+        return exp.If(this=exp.true(), true=raise_error(OVERFLOW), false=total)
+    narrow = f"decimal(37,{m[2]})"
+    bound = exp.Literal.number("1" + "0" * (37 - int(m[2])))
+    operands = [total.this, total.expression]
+    fits = exp.and_(
+        *(exp.LT(this=exp.Abs(this=o.copy()), expression=bound.copy()) for o in operands)
+    )
+    narrowed = exp.Add(
+        this=exp.cast(operands[0].copy(), narrow, dialect="spark"),
+        expression=exp.cast(operands[1].copy(), narrow, dialect="spark"),
+    )
+    return exp.If(this=fits, true=narrowed, false=raise_error(OVERFLOW))
 
 
 def _decimal(state_type: str | None) -> bool:

@@ -26,7 +26,9 @@ Every FULL carries a stable reason code that the user sees in history and EXPLAI
                               (old and new)
   INCONSISTENT_STATE          the incremental result disagreed with the table; recomputed
   SUM_OVERFLOW                a DECIMAL sum of a group the change touches left
-                              DECIMAL(38)'s range (Spark's SUM is NULL there); recomputed
+                              DECIMAL(38)'s range (Spark's SUM is NULL there), or a
+                              DECIMAL(38, s > 6) one reached 38 - s integer digits,
+                              where adding two loses a digit of scale; recomputed
 """
 
 from __future__ import annotations

@@ -43,3 +43,15 @@ def test_recompute_patches_the_flagged_sum() -> None:
     assert "SUM(c1) AS m_a0_s" in recompute and "MAX(c1) AS m_a1_m" in recompute
     patch = agg.patch_sql(NODE, "chg", "rec").sql("spark")
     assert "IF(_c.r_a0_s, _r.m_a0_s, _c.n_a0_s) AS n_a0_s" in patch
+
+
+def test_a_wide_decimal_sum_is_added_without_losing_a_digit() -> None:
+    """Spark types DECIMAL(38,18) + DECIMAL(38,18) as DECIMAL(38,17): the running sum
+    lost its 18th digit where SUM keeps it (a helper's hunt). The operands are narrowed
+    to DECIMAL(37,18), whose sum is exact, or the refresh recomputes."""
+    sql = change("decimal(38,18)")
+    assert "CAST(COALESCE(_o.a0_s, 0) AS DECIMAL(37, 18))" in sql
+    assert "ABS(COALESCE(_o.a0_s, 0)) < 10000000000000000000" in sql
+    assert agg.OVERFLOW in sql
+    assert "AS DECIMAL(37" not in change("decimal(38,6)")  # no digit to lose
+    assert "AS DECIMAL(37" not in change("decimal(30,18)")
