@@ -247,13 +247,23 @@ def _delta_generate(r: Renderer, n: Generate) -> exp.Query | None:
 
 
 def _delta_union(r: Renderer, n: UnionAll) -> exp.Query | None:
+    """The changed branches' deltas, united. An unchanged branch is there too, with no
+    rows: its columns' types widen the union's as they widen the relation's (a BIGINT
+    beside a DOUBLE is a DOUBLE, where 2^53 and 2^53 + 1 are one value; a TIMESTAMP_NTZ
+    beside a TIMESTAMP is read in the session's time zone), so the rows above group as
+    the state does. Spark drops the empty branch once the types are settled."""
     parts = []
+    changed = False
     for child in n.inputs:
+        items = [alias(col(c), o) for c, o in zip(child.columns, n.out, strict=True)]
         d = r.delta(child)
-        if d is not None:
-            items = [alias(col(c), o) for c, o in zip(child.columns, n.out, strict=True)] + [col(W)]
-            parts.append(select(items, sub(d)))
-    return union_all(parts) if parts else None
+        if d is None:
+            weight = alias(exp.cast(lit(0), "bigint", dialect="spark"), W)
+            parts.append(select([*items, weight], sub(r.rel(child, NEW))).where(exp.false()))
+        else:
+            changed = True
+            parts.append(select([*items, col(W)], sub(d)))
+    return union_all(parts) if changed else None
 
 
 # a join's unchanged side with at least this many source rows is read only within the
