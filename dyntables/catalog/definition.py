@@ -55,16 +55,21 @@ class SourceVersion:
 
 @dataclass(frozen=True)
 class RefreshState:
-    """The committed result of the last successful refresh."""
+    """The committed result of the last successful refresh. ``table_snapshot``: the
+    table's own snapshot that refresh made current (None: not known, as after CREATE's
+    CTAS), so a table rolled back or written outside dyntables is noticed."""
 
     refresh_id: str
     time_ms: int
     sources: Mapping[str, SourceVersion]
     mode: str
     state_tables: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    table_snapshot: int | None = None
 
     def to_properties(self) -> dict[str, str]:
         return {
+            # always set ("" when unknown): a table replaced in place keeps old properties
+            PREFIX + "refresh.table_snapshot": str(self.table_snapshot or ""),
             PREFIX + "refresh.id": self.refresh_id,
             PREFIX + "refresh.time_ms": str(self.time_ms),
             PREFIX + "refresh.mode": self.mode,
@@ -87,7 +92,12 @@ class RefreshState:
             mode=props.get(PREFIX + "refresh.mode", ""),
             sources={k: SourceVersion.from_json(v) for k, v in sources.items()},
             state_tables=json.loads(props.get(PREFIX + "refresh.state_tables", "{}")),
+            table_snapshot=_int_or_none(props.get(PREFIX + "refresh.table_snapshot")),
         )
+
+
+def _int_or_none(value: str | None) -> int | None:
+    return int(value) if value else None
 
 
 def table_name_of(info: Mapping[str, object]) -> TableName:

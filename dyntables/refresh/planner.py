@@ -25,6 +25,8 @@ Every FULL carries a stable reason code that the user sees in history and EXPLAI
                               input once where the window's delta rule reads it twice
                               (old and new)
   INCONSISTENT_STATE          the incremental result disagreed with the table; recomputed
+  TABLE_CHANGED               the dynamic table's own table is not as the last refresh
+                              left it (rolled back, or written through Spark directly)
   SUM_OVERFLOW                a DECIMAL sum of a group the change touches left
                               DECIMAL(38)'s range (Spark's SUM is NULL there), or a
                               DECIMAL(38, s > 6) one reached 38 - s integer digits,
@@ -80,6 +82,7 @@ WINDOW_OVER_ALL_ROWS_DETAIL = (
 )
 INCONSISTENT_STATE = "INCONSISTENT_STATE"
 SUM_OVERFLOW = "SUM_OVERFLOW"
+TABLE_CHANGED = "TABLE_CHANGED"
 
 # AUTO recomputes when the estimated change (or what a join's delta reads) is at least
 # this share of the source rows (or of what recomputing reads), and the sources are big

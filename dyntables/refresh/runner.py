@@ -33,6 +33,7 @@ from dyntables.refresh.history import (
 )
 from dyntables.refresh.ids import new_job_id, now_ms
 from dyntables.refresh.locks import RefreshLocks
+from dyntables.refresh.planner import TABLE_CHANGED
 from dyntables.refresh.retention import maintain
 from dyntables.refresh.sessions import (
     label_jobs,
@@ -136,7 +137,7 @@ class Refresher:
             return None
         dt = DynamicTableDef.from_properties(dt.name, properties) or dt
         pinned, missing, _ = self._pin_sources(dt)
-        if missing or not _unchanged(previous, pinned):
+        if missing or not _unchanged(previous, pinned) or _changed_outside(table, previous):
             return None
         return self._no_data(dt, trigger, started, t0, new_job_id(), None)
 
@@ -165,13 +166,16 @@ class Refresher:
             if missing:
                 reason = f"source {missing[0]} was dropped; keeping the current data until it is recreated"
                 return self._no_data(dt, trigger, started, t0, job_id, reason)
-            if previous is not None and not force_full and _unchanged(previous, pinned):
+            moved = previous is not None and _changed_outside(table, previous)
+            if previous is not None and not (force_full or moved) and _unchanged(previous, pinned):
                 return self._no_data(dt, trigger, started, t0, job_id, None)
             rows = rows_together([source_rows, table.total_records()])
             session = self._child_session(job_id, dt, rows)
             mode, reason, executor = self.registry.planner.choose(
-                dt, previous, pinned, force_full, session
+                dt, previous, pinned, force_full or moved, session
             )
+            if moved and not force_full:
+                reason = TABLE_CHANGED
             ctx = RefreshContext(
                 spark=session,
                 dt=dt,
@@ -195,7 +199,8 @@ class Refresher:
                 raise RefreshConflictError(
                     f"dynamic table {dt.name} changed while it was being refreshed; the refresh was discarded"
                 )
-            state = RefreshState(job_id, now_ms(), pinned, mode, result.state_tables)
+            own = snapshot.snapshot_id if snapshot else staged.current_snapshot_id()
+            state = RefreshState(job_id, now_ms(), pinned, mode, result.state_tables, own)
             faults.reach("before_publish")
             for state_name, state_snapshot in result.publish_first:
                 state_table = load_table(self.spark, state_name)
@@ -406,6 +411,19 @@ class Refresher:
                 )
             ]
         )
+
+
+def _changed_outside(table: IcebergTable, previous: RefreshState) -> bool:
+    """Whether the table's rows are no longer those the last refresh published: it was
+    rolled back (``CALL ... rollback_to_snapshot``) or written through Spark directly,
+    and an incremental refresh would apply its delta to the wrong rows. A compaction
+    (``replace`` snapshots) changes no row."""
+    recorded = previous.table_snapshot
+    current = table.current_snapshot_id()
+    if recorded is None or current == recorded or current is None:
+        return recorded is not None and current is None
+    chain = table.ancestors_between(current, recorded)
+    return chain is None or any(s.operation != "replace" for s in chain)
 
 
 def _unchanged(previous: RefreshState, pinned: dict[str, SourceVersion]) -> bool:

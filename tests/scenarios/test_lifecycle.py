@@ -728,3 +728,47 @@ def test_a_ref_or_metadata_table_named_as_a_table_is_refused(
     with pytest.raises(UnsupportedQueryError, match="VERSION AS OF|metadata table"):
         lh.sql(f"CREATE DYNAMIC TABLE {dt} AS SELECT 1 AS one FROM {relation.format(src=src)}")
     assert not lh.spark.catalog.tableExists(f"lakehouse.public.{dt}")
+
+
+def test_a_dynamic_table_rolled_back_or_written_outside_is_recomputed(
+    lh: Lakehouse, unique
+) -> None:
+    """The refresh state lives in the table's properties, which a rollback of the table
+    leaves as they are: the next refresh applied its delta to the older rows, and the
+    rows of the refreshes rolled away were lost for good (a helper's hunt). The table's
+    own snapshot is recorded now; a compaction, which changes no row, is no change."""
+    src, dt = unique("src"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (k INT, n INT);
+        INSERT INTO {src} VALUES (1, 10), (2, 20);
+        CREATE DYNAMIC TABLE {dt} AS SELECT k, n FROM {src} WHERE n > 5;
+        INSERT INTO {src} VALUES (3, 30)
+        """
+    )
+    snapshots = f"lakehouse.public.{dt}.snapshots"
+    (first,) = lh.sql(
+        f"SELECT snapshot_id FROM {snapshots} ORDER BY committed_at LIMIT 1"
+    ).collect()
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+
+    def refreshed() -> tuple[str, str | None]:
+        mode = lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode
+        history = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1")
+        return mode, json.loads(history.first().stats).get("full_reason")
+
+    lh.spark.sql(f"CALL lakehouse.system.rollback_to_snapshot('public.{dt}', {first.snapshot_id})")
+    assert refreshed() == ("FULL", "TABLE_CHANGED")  # no source change: not NO_DATA
+    assert_oracle(lh, dt)
+    lh.spark.sql(f"INSERT INTO lakehouse.public.{dt} VALUES (9, 90)")  # past the guard
+    lh.sql(f"INSERT INTO {src} VALUES (4, 40)")
+    assert refreshed() == ("FULL", "TABLE_CHANGED")
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [(1, 10), (2, 20), (3, 30), (4, 40)]
+    lh.spark.sql(
+        f"CALL lakehouse.system.rewrite_data_files(table => 'public.{dt}', "
+        "options => map('min-input-files', '1'))"
+    )
+    assert refreshed()[0] == "NO_DATA"
+    lh.sql(f"INSERT INTO {src} VALUES (5, 50)")
+    assert refreshed() == ("INCREMENTAL", None)
+    assert_oracle(lh, dt)
