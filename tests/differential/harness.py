@@ -874,11 +874,16 @@ class Harness:
             items = []
             for i, f in enumerate(fields):
                 c = f"`{f.name}`"
-                items.append(
-                    f"format_string('%.5e', CAST({c} AS DOUBLE) + 0.0D) AS _c{i}"
-                    if i in doubles
-                    else f"{c} AS _c{i}"
-                )
+                if i in doubles:
+                    items.append(f"format_string('%.5e', CAST({c} AS DOUBLE) + 0.0D) AS _c{i}")
+                elif f.dataType.typeName() == "map":
+                    # a MAP cannot be grouped on: its entries, each as JSON, sorted (a
+                    # map's entries have no order of their own)
+                    items.append(
+                        f"array_sort(transform(map_entries({c}), e -> to_json(e))) AS _c{i}"
+                    )
+                else:
+                    items.append(f"{c} AS _c{i}")
             return f"SELECT {', '.join(items)} FROM ({sql}) _q"
 
         tag = uuid.uuid4().hex[:8]
