@@ -420,8 +420,10 @@ def _changed_outside(table: IcebergTable, previous: RefreshState) -> bool:
     (``replace`` snapshots) changes no row."""
     recorded = previous.table_snapshot
     current = table.current_snapshot_id()
-    if recorded is None or current == recorded or current is None:
-        return recorded is not None and current is None
+    if recorded is None or current == recorded:
+        return False
+    if current is None:
+        return True
     chain = table.ancestors_between(current, recorded)
     return chain is None or any(s.operation != "replace" for s in chain)
 
