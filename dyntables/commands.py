@@ -196,6 +196,7 @@ class Commands:
             partitioned_by=stmt.partitioned_by,
             user_properties=dict(stmt.properties),
             settings={k: str(self.spark.conf.get(k)) for k in RESULT_SETTINGS},
+            query_namespace=(self.lh.catalog, self.lh.namespace),
         )
         if (
             existing is not None

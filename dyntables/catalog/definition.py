@@ -135,6 +135,10 @@ class DynamicTableDef:
     # they were recorded)
     query_columns: tuple[str, ...] = ()
     plan_columns: tuple[str, ...] = ()
+    # the catalog and namespace the query's names were resolved in at CREATE (the
+    # creating session's, as a Spark view keeps them; empty: created before they were
+    # recorded, resolved in the table's own)
+    query_namespace: tuple[str, ...] = ()
 
     @property
     def catalog(self) -> str:
@@ -171,6 +175,7 @@ class DynamicTableDef:
             PREFIX + "settings": json.dumps(dict(self.settings), sort_keys=True),
             PREFIX + "query_columns": json.dumps(list(self.query_columns)),
             PREFIX + "plan_columns": json.dumps(list(self.plan_columns)),
+            PREFIX + "query_namespace": json.dumps(list(self.query_namespace)),
         }
         return props
 
@@ -200,4 +205,5 @@ class DynamicTableDef:
             settings=json.loads(props.get(PREFIX + "settings", "{}")),
             query_columns=tuple(json.loads(props.get(PREFIX + "query_columns", "[]"))),
             plan_columns=tuple(json.loads(props.get(PREFIX + "plan_columns", "[]"))),
+            query_namespace=tuple(json.loads(props.get(PREFIX + "query_namespace", "[]"))),
         )

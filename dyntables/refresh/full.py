@@ -32,8 +32,10 @@ _T = TypeVar("_T")
 
 
 def qualifier(dt: DynamicTableDef) -> Callable[[TableName], TableName]:
-    """Resolve names written in the DT's query in the DT's own catalog and namespace."""
-    catalog, namespace = dt.name.parts[0], dt.name.parts[1]
+    """Resolve names written in the DT's query where CREATE resolved them: the creating
+    session's catalog and namespace (the table's own for a table created before they
+    were recorded)."""
+    catalog, namespace = dt.query_namespace or dt.name.parts[:2]
 
     def qualify(name: TableName) -> TableName:
         if len(name.parts) == 1:

@@ -772,3 +772,30 @@ def test_a_dynamic_table_rolled_back_or_written_outside_is_recomputed(
     lh.sql(f"INSERT INTO {src} VALUES (5, 50)")
     assert refreshed() == ("INCREMENTAL", None)
     assert_oracle(lh, dt)
+
+
+def test_a_dynamic_table_in_another_namespace_reads_the_names_as_create_did(
+    lh: Lakehouse, unique
+) -> None:
+    """``CREATE DYNAMIC TABLE other.dt AS SELECT ... FROM src``: CREATE resolved ``src``
+    in the session's namespace, the refresh in the table's own, and CREATE failed with
+    a bare KeyError. The names resolve where CREATE resolved them, as a Spark view's do."""
+    ns, src, dt = unique("ns"), unique("src"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE NAMESPACE lakehouse.{ns};
+        CREATE TABLE {src} (k INT, n INT);
+        INSERT INTO {src} VALUES (1, 10);
+        CREATE TABLE {ns}.{src} (k INT, n INT);
+        INSERT INTO {ns}.{src} VALUES (7, 70);
+        CREATE DYNAMIC TABLE {ns}.{dt} AS SELECT k, SUM(n) AS s FROM {src} GROUP BY k;
+        INSERT INTO {src} VALUES (2, 20)
+        """
+    )
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {ns}.{dt}").first().refresh_mode == "INCREMENTAL"
+    assert rows(lh.sql(f"SELECT * FROM {ns}.{dt}")) == [(1, 10), (2, 20)]
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {ns}.{dt} ").first().refresh_mode == "NO_DATA"
+    lh.sql(f"ALTER DYNAMIC TABLE {ns}.{dt} SET REFRESH_MODE = FULL")
+    lh.sql(f"INSERT INTO {src} VALUES (2, 5)")
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {ns}.{dt}").first().refresh_mode == "FULL"
+    assert rows(lh.sql(f"SELECT * FROM {ns}.{dt}")) == [(1, 10), (2, 25)]
