@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import time
 import uuid
@@ -330,7 +331,13 @@ class Commands:
                 self.spark.sql(
                     f"ALTER TABLE {dt.name.sql()} ALTER COLUMN `{col.name}` COMMENT {_lit(col.comment)}"
                 )
-        self._record_build(dt, started, t0, job_id, load_table(self.spark, dt.name), None)
+        table = load_table(self.spark, dt.name)
+        if table is not None:
+            # the CTAS's snapshot, known only now: a rollback or an outside write before
+            # the first refresh is noticed too (see RefreshState.table_snapshot)
+            built = dataclasses.replace(state, table_snapshot=table.current_snapshot_id())
+            table.set_properties(built.to_properties())
+        self._record_build(dt, started, t0, job_id, table, None)
 
     def _analyze(self, spark: Any, pinned_sql: str, dt: DynamicTableDef) -> Any:
         try:

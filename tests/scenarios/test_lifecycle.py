@@ -750,13 +750,15 @@ def test_a_dynamic_table_rolled_back_or_written_outside_is_recomputed(
     (first,) = lh.sql(
         f"SELECT snapshot_id FROM {snapshots} ORDER BY committed_at LIMIT 1"
     ).collect()
-    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
 
     def refreshed() -> tuple[str, str | None]:
         mode = lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode
         history = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1")
         return mode, json.loads(history.first().stats).get("full_reason")
 
+    lh.spark.sql(f"INSERT INTO lakehouse.public.{dt} VALUES (8, 80)")  # before any refresh
+    assert refreshed() == ("FULL", "TABLE_CHANGED")
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [(1, 10), (2, 20), (3, 30)]
     lh.spark.sql(f"CALL lakehouse.system.rollback_to_snapshot('public.{dt}', {first.snapshot_id})")
     assert refreshed() == ("FULL", "TABLE_CHANGED")  # no source change: not NO_DATA
     assert_oracle(lh, dt)
