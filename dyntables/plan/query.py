@@ -462,10 +462,15 @@ def non_deterministic(dt_name: str, call: str) -> NonDeterministicQueryError:
 
 
 def pin_sources(
-    query: exp.Query, qualify: Qualifier, versions: Mapping[TableName, int | None]
+    query: exp.Query,
+    qualify: Qualifier,
+    versions: Mapping[TableName, int | None],
+    refs: Mapping[TableName, Mapping[str, int | None]] | None = None,
 ) -> exp.Query:
     """A copy of ``query`` reading every source at its snapshot (names first made
-    position-independent by :func:`scoped_names`).
+    position-independent by :func:`scoped_names`), and every branch or tag it reads by
+    name at the snapshot ``refs`` recorded for it (a ref moving during the refresh
+    would otherwise be read where it stood later than recorded).
 
     A source with no snapshot yet (never written) reads as empty, so that a commit racing
     with the refresh cannot slip in unrecorded: filtered by a condition Spark cannot fold
@@ -486,8 +491,14 @@ def pin_sources(
             for key, value in table.args.items()
             if value and key not in ("this", "db", "catalog", "alias", "version")
         }
-        if table.args.get("version") is not None:  # the user pinned it: keep their version
-            full.set("version", table.args["version"].copy())
+        version = table.args.get("version")
+        if version is not None:  # the user pinned it: keep their version
+            full.set("version", version.copy())
+            value = version.expression
+            if isinstance(value, exp.Literal) and value.is_string:
+                recorded = (refs or {}).get(name, {}).get(value.name)
+                if str(version.this).upper() == "VERSION" and recorded is not None:
+                    full.args["version"].set("expression", exp.Literal.number(recorded))
             read: exp.Table | exp.Select = full
         elif versions[name] is None:
             read = exp.select("*").from_(full).where(never_true())

@@ -61,7 +61,8 @@ def refs_of(dt: DynamicTableDef) -> dict[TableName, frozenset[str]]:
 def pinned_query_sql(dt: DynamicTableDef, pinned: dict[str, SourceVersion]) -> str:
     """The DT's query with every source read at its pinned snapshot."""
     versions = {TableName(tuple(k.split("."))): v.snapshot for k, v in pinned.items()}
-    return spark_sql(pin_sources(parse_query(dt.query), qualifier(dt), versions))
+    refs = {TableName(tuple(k.split("."))): dict(v.refs) for k, v in pinned.items()}
+    return spark_sql(pin_sources(parse_query(dt.query), qualifier(dt), versions, refs))
 
 
 def contents_sql(

@@ -305,3 +305,10 @@ def test_a_source_version_keeps_its_refs_through_its_properties() -> None:
     assert SourceVersion.from_json(version.to_json()) == version
     assert SourceVersion.from_json({"snapshot": 7, "uuid": "u"}) == SourceVersion(7, "u")
     assert version != SourceVersion(7, "u", (("b", 10), ("gone", None)))
+
+
+def test_a_branch_read_by_name_is_pinned_at_the_snapshot_recorded_for_it() -> None:
+    tree = parse_query("SELECT k FROM t0 VERSION AS OF 'b' JOIN t0 VERSION AS OF 'gone' USING (k)")
+    t0 = TableName(("lakehouse", "public", "t0"))
+    sql = pin_sources(tree, qualify, {t0: 7}, {t0: {"b": 42, "gone": None}}).sql("spark")
+    assert "VERSION AS OF 42" in sql and "VERSION AS OF 'gone'" in sql and "'b'" not in sql
