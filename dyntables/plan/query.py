@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ErrorLevel, ParseError, UnsupportedError
 from sqlglot.tokens import TokenType
 
@@ -155,6 +156,32 @@ def _any_as_bool_or(node: exp.Expr) -> exp.Expr:
     return node
 
 
+class _SparkReader(Spark):
+    """Spark as sqlglot reads it, but for ``struct(a = b)``: sqlglot's parser reads an
+    ``=`` among STRUCT's arguments as DuckDB's ``key = value`` (a field named ``a``
+    holding ``b``, written back ``STRUCT(b AS a)``), where Spark, which names a field
+    only with AS, compares (a field ``col1``, true or false)."""
+
+    class Parser(Spark.Parser):  # type: ignore[misc,valid-type]
+        KEY_VALUE_DEFINITIONS = (exp.Alias, exp.PropertyEQ)
+        FUNCTIONS = {**Spark.Parser.FUNCTIONS, "NAMED_STRUCT": lambda args: _named_struct(args)}
+
+
+def _named_struct(args: list[exp.Expr]) -> exp.Struct:
+    """named_struct('f', v, ...) as sqlglot reads it (STRUCT(v AS f, ...)), its names
+    marked as the user's: they have no position in the text, like the names sqlglot's
+    parser makes up (col1), which :func:`_struct_field_named_by_key` replaces."""
+    fields: list[exp.Expr] = []
+    for key, value in zip(args[::2], args[1::2], strict=False):
+        name = exp.to_identifier(key.name)
+        name.meta[_USER_NAMED] = True
+        fields.append(exp.PropertyEQ(this=name, expression=value))
+    return exp.Struct(expressions=fields)
+
+
+_USER_NAMED = "dyntables_user_named"
+
+
 def parse_query(text: str) -> exp.Query:
     """Parse a DT's defining query; it must be a SELECT (or set operation of SELECTs)."""
     protected = _protect_calls(text)
@@ -164,7 +191,8 @@ def parse_query(text: str) -> exp.Query:
             .transform(_nulls_option_after_filter)
             .transform(_any_as_bool_or)
             .transform(_struct_field_named_by_key)
-            for t in sqlglot.parse(protected, read="spark")
+            .transform(_struct_row_as_named_struct)
+            for t in sqlglot.parse(protected, read=_SparkReader)
             if t is not None
         ]
     except ParseError as exc:
@@ -185,21 +213,51 @@ _TRUNCATED_CALLS = {"percentile": 2}
 
 
 def _struct_field_named_by_key(node: exp.Expr) -> exp.Expr:
-    """``struct(st['g'], m['x'])``: Spark names a field after the key it extracts (``g``,
-    ``x``), where sqlglot's parser names it by position (``col1``) and writes that name
-    back. A name the parser made has no position in the text; the user's own keep it."""
+    """``struct(st['g'], m['x'], a[0].h, (k))``: Spark names a field after the key or
+    field it extracts (``g``, ``x``, ``h``) and after a column in parentheses (``k``),
+    where sqlglot's parser names it by position (``col1``) and writes that name back
+    (``element_at(m, 'x')``, read as the same Bracket with an offset, is Spark's
+    ``col<n>``). A name the parser made has no position in the text; the user's own
+    keep it."""
     if isinstance(node, exp.Struct):
         for field in node.expressions:
             if not isinstance(field, exp.PropertyEQ) or field.this.meta:
                 continue
-            value = field.expression
+            value = field.expression.unnest()
+            name: str | None = None
             if (
                 isinstance(value, exp.Bracket)
+                and not value.args.get("offset")
                 and len(value.expressions) == 1
                 and isinstance(value.expressions[0], exp.Literal)
                 and value.expressions[0].is_string
             ):
-                field.set("this", exp.to_identifier(value.expressions[0].this))
+                name = value.expressions[0].this
+            elif isinstance(value, exp.Dot) and isinstance(value.expression, exp.Identifier):
+                name = value.expression.name
+            elif isinstance(value, exp.Column) and field.expression is not value:
+                name = value.name
+            if name is not None:
+                field.set("this", exp.to_identifier(name))
+    return node
+
+
+def _struct_row_as_named_struct(node: exp.Expr) -> exp.Expr:
+    """``VALUES (named_struct('f', 1))``: one column of type STRUCT<f: INT> to Spark.
+    sqlglot writes named_struct back as ``STRUCT(1 AS f)``, and Spark reads a VALUES
+    row that is one STRUCT(...) call as the row's columns (one INT column here): such a
+    struct is written back as the named_struct it was."""
+    if isinstance(node, exp.Struct) and all(
+        isinstance(f, exp.PropertyEQ) and f.this.meta.get(_USER_NAMED) for f in node.expressions
+    ):
+        row = node.parent
+        if isinstance(row, exp.Tuple) and len(row.expressions) == 1:
+            row = row.parent
+        if isinstance(row, exp.Values):
+            args: list[exp.Expr] = []
+            for f in node.expressions:
+                args += [exp.Literal.string(f.this.name), f.expression]
+            return exp.Anonymous(this="named_struct", expressions=args)
     return node
 
 
@@ -222,6 +280,14 @@ def _check_written_back(text: str, tree: exp.Query) -> None:
             f"sqlglot groups `{misread.sql('spark')[:80]}` otherwise than Spark's operator "
             "precedence does; add parentheses to say which is meant"
         )
+    for spec in tree.find_all(exp.WindowSpec):
+        bounds = [spec.args.get(k) for k in ("start", "end")]
+        if problem is None and any(isinstance(b, exp.Add) and _interval_sum(b) for b in bounds):
+            problem = (
+                "a window frame bounded by a multi-unit interval (INTERVAL 1 DAY 12 HOURS) "
+                "would be written back as a sum Spark refuses as a bound; write one literal "
+                "(INTERVAL '1 12' DAY TO HOUR)"
+            )
     for name, kept in _TRUNCATED_CALLS.items():
         if problem is None and _max_arguments(text, name) > kept:
             problem = f"{name.upper()} with more than {kept} arguments would lose the others"
