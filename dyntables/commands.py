@@ -233,6 +233,12 @@ class Commands:
                 raise TableNotFoundError(
                     f"source table {source} not found (or not an Iceberg table); create it before the dynamic table"
                 )
+            if not table.loads_itself():
+                raise UnsupportedQueryError(
+                    f"source {source} names a branch, tag or snapshot of a table, which is "
+                    "not tracked as a source; read it with VERSION AS OF 'name' "
+                    "(t VERSION AS OF 'b')"
+                )
             if table.is_metadata_table:
                 raise UnsupportedQueryError(
                     f"source {source} is a metadata table, which changes without a commit "

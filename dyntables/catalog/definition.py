@@ -19,8 +19,13 @@ SUSPENDED = "SUSPENDED"
 DEFAULT_RETENTION_DAYS = 1
 # session settings a query's result depends on: recorded at CREATE and set for every
 # refresh, so rows computed later agree with those computed before (hour(ts) of a
-# TIMESTAMP depends on the time zone, a cast of 'x' to INT on ANSI mode)
-RESULT_SETTINGS = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled")
+# TIMESTAMP depends on the time zone, a cast of 'x' to INT on ANSI mode, what
+# CAST(x AS TIMESTAMP) and TIMESTAMP '...' make on the default timestamp type)
+RESULT_SETTINGS = (
+    "spark.sql.session.timeZone",
+    "spark.sql.ansi.enabled",
+    "spark.sql.timestampType",
+)
 
 
 @dataclass(frozen=True)

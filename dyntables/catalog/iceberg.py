@@ -305,6 +305,11 @@ class IcebergTable:
         finally:
             tasks.close()
 
+    def loads_itself(self) -> bool:
+        """Whether Iceberg loaded the table named, and not another under its name:
+        ``public.t.branch_b`` loads ``t`` (at branch b)."""
+        return str(self._t.name()).lower().endswith(self.name.parts[-1].lower())
+
     @property
     def is_metadata_table(self) -> bool:
         """``t.snapshots``, ``t.files``, ...: Iceberg loads them under a three-part name."""

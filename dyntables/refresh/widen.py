@@ -139,7 +139,22 @@ def narrowings(spark: Any, name: TableName, returns: StructType) -> list[str]:
 
 def _changes_values(want: DataType, have: DataType) -> bool:
     """Whether writing ``want`` values into a ``have`` column changes some of them
-    (rounds or truncates) without failing."""
+    (rounds or truncates) without failing; within structs (by position, as Spark
+    assigns them), arrays and maps too."""
+    if isinstance(want, StructType) and isinstance(have, StructType):
+        pairs = zip(want.fields, have.fields, strict=False)
+        return any(_changes_values(w.dataType, h.dataType) for w, h in pairs)
+    if isinstance(want, ArrayType) and isinstance(have, ArrayType):
+        return _changes_values(want.elementType, have.elementType)
+    if isinstance(want, MapType) and isinstance(have, MapType):
+        return _changes_values(want.keyType, have.keyType) or _changes_values(
+            want.valueType, have.valueType
+        )
+    # a BIGINT beyond 2^53 as a DOUBLE, an INT beyond 2^24 as a FLOAT, a DECIMAL as either
+    if isinstance(have, FloatType | DoubleType) and isinstance(want, LongType | DecimalType):
+        return True
+    if isinstance(have, FloatType) and isinstance(want, IntegerType):
+        return True
     fractional = isinstance(want, FloatType | DoubleType) or (
         isinstance(want, DecimalType) and want.scale > 0
     )

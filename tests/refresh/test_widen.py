@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql.types import (
     ArrayType,
+    DateType,
     DecimalType,
     DoubleType,
     FloatType,
@@ -14,9 +15,11 @@ from pyspark.sql.types import (
     StringType,
     StructField,
     StructType,
+    TimestampNTZType,
+    TimestampType,
 )
 
-from dyntables.refresh.widen import widenings
+from dyntables.refresh.widen import _changes_values, widenings
 
 
 def _row(*types) -> StructType:  # type: ignore[no-untyped-def]
@@ -68,3 +71,39 @@ def test_a_struct_whose_fields_moved_or_went_is_left_to_the_write() -> None:
     a = StructType([StructField("a", LongType())])
     assert widenings(_row(ab), _row(ba)) == []
     assert widenings(_row(ab), _row(a)) == []
+
+
+def test_writes_that_would_change_values_are_told_from_those_that_keep_them() -> None:
+    """What a FULL refresh refuses to write into a column of another type (a source
+    replaced with other types): Spark's store assignment would round or truncate."""
+    lossy = [
+        (DoubleType(), IntegerType()),  # 7.5 as 7
+        (DecimalType(10, 2), LongType()),
+        (DoubleType(), FloatType()),
+        (DecimalType(12, 4), DecimalType(12, 2)),
+        (DoubleType(), DecimalType(20, 4)),
+        (LongType(), DoubleType()),  # 2^53 + 1 as 2^53
+        (IntegerType(), FloatType()),
+        (DecimalType(10, 2), DoubleType()),
+        (TimestampType(), DateType()),
+        (TimestampNTZType(), TimestampType()),
+        (TimestampType(), TimestampNTZType()),
+        (
+            StructType([StructField("x", DoubleType())]),
+            StructType([StructField("x", IntegerType())]),
+        ),
+        (ArrayType(DoubleType()), ArrayType(IntegerType())),
+        (MapType(StringType(), DoubleType()), MapType(StringType(), IntegerType())),
+    ]
+    kept = [
+        (IntegerType(), LongType()),
+        (IntegerType(), DoubleType()),
+        (ShortType(), FloatType()),
+        (DecimalType(10, 2), DecimalType(12, 2)),
+        (DecimalType(10, 0), LongType()),
+        (FloatType(), DoubleType()),
+        (DateType(), TimestampType()),
+        (StringType(), StringType()),
+    ]
+    assert [w for w, h in lossy if not _changes_values(w, h)] == []
+    assert [(w, h) for w, h in kept if _changes_values(w, h)] == []

@@ -714,7 +714,12 @@ def test_a_branch_or_tag_read_by_name_is_refreshed_when_it_moves(lh: Lakehouse, 
 
 @pytest.mark.parametrize(
     "relation",
-    ["lakehouse.public.{src}.branch_b", "lakehouse.public.{src}.snapshots", "public.{src}.files"],
+    [
+        "lakehouse.public.{src}.branch_b",
+        "public.{src}.branch_b",
+        "lakehouse.public.{src}.snapshots",
+        "public.{src}.files",
+    ],
 )
 def test_a_ref_or_metadata_table_named_as_a_table_is_refused(
     lh: Lakehouse, unique, relation: str
