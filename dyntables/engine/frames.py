@@ -16,10 +16,25 @@ from sqlglot import exp
 Column = tuple[str, str]  # (name, Spark SQL type)
 
 
-# types whose MIN/MAX, collected and written back as literals (:func:`literal`), are the
-# exact values: bounds a scan filter can skip files with (not floating point, whose
-# NaN and -0.0 compare oddly, nor timestamps, which travel through Python's datetime)
+# types whose MIN/MAX, collected and written back as literals (:func:`literal`, or
+# :func:`number_literal` for a date), are the exact values: bounds a scan filter can
+# skip files with (not floating point, whose NaN and -0.0 compare oddly)
 PRUNABLE_TYPES = re.compile(r"^(tinyint|smallint|int|bigint|string|date|decimal\(\d+,\d+\))$")
+
+# Types whose bounds travel to the driver and back as numbers (how to make one, how to
+# read it back), not as Python values: an instant in UTC whatever the session's time
+# zone, and a date of any year Spark holds (Python's dates stop at 1..9999)
+AS_NUMBERS = {
+    "timestamp": ("unix_micros", "timestamp_micros"),
+    "date": ("unix_date", "date_from_unix_date"),
+}
+
+
+def number_literal(value: int | None, type_sql: str) -> exp.Expr:
+    """The value of type ``type_sql`` that ``AS_NUMBERS`` made the number ``value``."""
+    if value is None:
+        return exp.cast(exp.null(), type_sql, dialect="spark")
+    return exp.Anonymous(this=AS_NUMBERS[type_sql][1], expressions=[exp.Literal.number(value)])
 
 
 def literal(value: Any, type_sql: str) -> exp.Expr:

@@ -16,7 +16,7 @@ from typing import Any
 from sqlglot import exp
 
 from dyntables.engine.checkpoint import cached_alone, forget_view
-from dyntables.engine.frames import PRUNABLE_TYPES, literal
+from dyntables.engine.frames import AS_NUMBERS, PRUNABLE_TYPES, literal, number_literal
 from dyntables.ivm.sqlb import W, null_safe_eq_all, raise_error
 from dyntables.plan.render import spark_sql
 
@@ -229,23 +229,14 @@ def _bounded_columns(fields: Any) -> list[tuple[str, str]]:
     return out
 
 
-# Types whose bounds travel as numbers (how to make one, how to read it back): an instant
-# in UTC whatever the session's time zone, and a date of any year Spark holds (Python's
-# dates stop at 1..9999; Spark's go on)
-_AS_NUMBERS = {
-    "timestamp": ("unix_micros", "timestamp_micros"),
-    "date": ("unix_date", "date_from_unix_date"),
-}
-
-
 def _bounds_items(bounded: list[tuple[str, str]]) -> str:
     """MIN, MAX and NULL count of each column over the values that lose copies, as more
     columns of the counting job (no job of their own)."""
     items = []
     for k, (name, type_sql) in enumerate(bounded):
         c = _q(name)
-        if type_sql in _AS_NUMBERS:
-            c = f"{_AS_NUMBERS[type_sql][0]}({c})"
+        if type_sql in AS_NUMBERS:
+            c = f"{AS_NUMBERS[type_sql][0]}({c})"
         items.append(
             f", MIN(IF({W} < 0, {c}, NULL)) AS _lo{k}, MAX(IF({W} < 0, {c}, NULL)) AS _hi{k}, "
             f"COUNT_IF({W} < 0 AND {c} IS NULL) AS _nl{k}"
@@ -269,11 +260,8 @@ def _losing_ranges(bounded: list[tuple[str, str]], row: Any) -> str | None:
             continue
         low: exp.Expr
         high: exp.Expr
-        if type_sql in _AS_NUMBERS:
-            low, high = (
-                exp.Anonymous(this=_AS_NUMBERS[type_sql][1], expressions=[exp.Literal.number(v)])
-                for v in (lo, hi)
-            )
+        if type_sql in AS_NUMBERS:
+            low, high = number_literal(lo, type_sql), number_literal(hi, type_sql)
         else:
             low, high = literal(lo, type_sql), literal(hi, type_sql)
         between = exp.Between(this=column.copy(), low=low, high=high)

@@ -15,7 +15,7 @@ from typing import Any
 from sqlglot import exp
 
 from dyntables.catalog.iceberg import load_table
-from dyntables.engine.frames import PRUNABLE_TYPES, literal
+from dyntables.engine.frames import AS_NUMBERS, PRUNABLE_TYPES, literal, number_literal
 from dyntables.ivm import aggregate as agg
 from dyntables.ivm.rules import NEW, OLD, Materialized, Renderer
 from dyntables.ivm.sqlb import W, alias, col, select, sub
@@ -119,8 +119,12 @@ class BoundSources:
                 self._bounds[key] = None
             elif type_sql == "date":
                 # as day numbers: Python's dates stop at year 9999, Spark's go on
-                (row,) = df.selectExpr("unix_date(lo) AS lo", "unix_date(hi) AS hi").collect()
-                self._bounds[key] = (_day(row["lo"]), _day(row["hi"]))
+                to_number = AS_NUMBERS["date"][0]
+                (row,) = df.selectExpr(f"{to_number}(lo) AS lo", f"{to_number}(hi) AS hi").collect()
+                self._bounds[key] = (
+                    number_literal(row["lo"], "date"),
+                    number_literal(row["hi"], "date"),
+                )
             else:
                 (row,) = df.collect()
                 self._bounds[key] = (literal(row["lo"], type_sql), literal(row["hi"], type_sql))
@@ -134,12 +138,6 @@ class BoundSources:
             schema = self.spark.sql(spark_sql(renderer.rel(node, NEW))).schema
             self._types[id(node)] = {f.name: f.dataType.simpleString() for f in schema.fields}
         return self._types[id(node)]
-
-
-def _day(days: int | None) -> exp.Expr:
-    if days is None:
-        return exp.cast(exp.null(), "date", dialect="spark")
-    return exp.Anonymous(this="date_from_unix_date", expressions=[exp.Literal.number(days)])
 
 
 def avg_types(spark: Any, renderer: Renderer, node: Aggregate) -> dict[str, str]:

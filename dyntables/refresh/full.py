@@ -20,7 +20,7 @@ from dyntables.plan.build import Plan
 from dyntables.plan.query import parse_query, pin_sources, refs_read
 from dyntables.plan.render import spark_sql
 from dyntables.refresh.compiled import drop_state_tables, full_build
-from dyntables.refresh.widen import narrowings, widen_table
+from dyntables.refresh.widen import column_change, narrowings, widen_table
 from dyntables.sql.tokens import TableName
 
 if TYPE_CHECKING:
@@ -178,8 +178,7 @@ def _write(ctx: RefreshContext, sql: str, returns: StructType) -> None:
     except Exception as exc:
         table = ctx.spark.table(name).schema
         differ = [
-            f"{have.name} is now {want.dataType.simpleString()}, the table has "
-            f"{have.dataType.simpleString()}"
+            column_change(have, want)
             for have, want in zip(table.fields, returns.fields, strict=False)
             if have.dataType.simpleString() != want.dataType.simpleString()
         ]

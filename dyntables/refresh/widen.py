@@ -25,6 +25,7 @@ from pyspark.sql.types import (
     LongType,
     MapType,
     ShortType,
+    StructField,
     StructType,
     TimestampNTZType,
     TimestampType,
@@ -130,11 +131,18 @@ def narrowings(spark: Any, name: TableName, returns: StructType) -> list[str]:
     TABLE). A value that does not fit at all fails the write, as before."""
     table = spark.table(name.sql()).schema
     return [
-        f"{have.name} is now {want.dataType.simpleString()}, the table has "
-        f"{have.dataType.simpleString()}"
+        column_change(have, want)
         for have, want in zip(table.fields, returns.fields, strict=False)
         if _changes_values(want.dataType, have.dataType)
     ]
+
+
+def column_change(have: StructField, want: StructField) -> str:
+    """How an error names a column whose rows no longer fit it."""
+    return (
+        f"{have.name} is now {want.dataType.simpleString()}, the table has "
+        f"{have.dataType.simpleString()}"
+    )
 
 
 def _changes_values(want: DataType, have: DataType) -> bool:
