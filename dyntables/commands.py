@@ -244,7 +244,14 @@ class Commands:
                     f"source {source} is a metadata table, which changes without a commit "
                     "of its own; a dynamic table reads tables"
                 )
-            pinned[str(source)] = table.version(refs.get(source, ()))
+            version = table.version(refs.get(source, ()))
+            gone = [ref for ref, snap in version.refs if snap is None]
+            if gone:
+                raise TableNotFoundError(
+                    f"source {source} has no branch or tag '{gone[0]}' to read VERSION AS OF; "
+                    "create it before the dynamic table"
+                )
+            pinned[str(source)] = version
             counts.append(table.total_records())
         return pinned, rows_together(counts)
 
@@ -266,6 +273,7 @@ class Commands:
         same text now returns other columns (a source's changed under ``SELECT *``)."""
         if (
             _normalized(old.query) != _normalized(new.query)
+            or old.sources != new.sources  # the same text read in another namespace
             or old.partitioned_by != new.partitioned_by
             or stmt.columns
         ):

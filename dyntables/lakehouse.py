@@ -93,7 +93,11 @@ class Lakehouse:
                 self.commands.guard_write(statement.verb, statement.writes)
             if "refresh_history" in statement.text.lower():  # a direct read sees every row
                 self.commands.registry.history.flush()
-            return self._run_spark(statement.text)
+            result = self._run_spark(statement.text)
+            if statement.verb == "USE":  # unqualified names now resolve where Spark's do
+                self.catalog = str(self.spark.catalog.currentCatalog())
+                self.namespace = str(self.spark.catalog.currentDatabase())
+            return result
         try:
             return self.commands.execute(statement)
         except DynTablesError:

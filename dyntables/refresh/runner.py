@@ -199,7 +199,9 @@ class Refresher:
                 raise RefreshConflictError(
                     f"dynamic table {dt.name} changed while it was being refreshed; the refresh was discarded"
                 )
-            own = snapshot.snapshot_id if snapshot else staged.current_snapshot_id()
+            # nothing published: the table is as the refresh found it (a commit since is
+            # someone else's, for the next refresh to notice)
+            own = snapshot.snapshot_id if snapshot else table.current_snapshot_id()
             state = RefreshState(job_id, now_ms(), pinned, mode, result.state_tables, own)
             faults.reach("before_publish")
             for state_name, state_snapshot in result.publish_first:
@@ -333,7 +335,11 @@ class Refresher:
             if table is None:
                 missing.append(str(source))
                 continue
-            pinned[str(source)] = table.version(refs.get(source, ()))
+            version = table.version(refs.get(source, ()))
+            missing += [
+                f"{source} VERSION AS OF '{ref}'" for ref, snap in version.refs if snap is None
+            ]
+            pinned[str(source)] = version
             counts.append(table.total_records())
         return pinned, missing, rows_together(counts)
 

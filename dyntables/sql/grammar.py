@@ -228,6 +228,8 @@ def _spark_statement(ts: TokenStream) -> SparkStatement:
     elif ts.accept("DROP", "TABLE"):
         ts.accept("IF", "EXISTS")
         verb, target = "DROP", ts.name()
+    elif ts.accept("USE"):  # moves where unqualified names resolve (see Lakehouse.execute)
+        verb = "USE"
     return SparkStatement(text=ts.text, verb=verb, writes=target)
 
 

@@ -806,3 +806,91 @@ def test_a_dynamic_table_in_another_namespace_reads_the_names_as_create_did(
     lh.sql(f"INSERT INTO {src} VALUES (2, 5)")
     assert lh.sql(f"REFRESH DYNAMIC TABLE {ns}.{dt}").first().refresh_mode == "FULL"
     assert rows(lh.sql(f"SELECT * FROM {ns}.{dt}")) == [(1, 10), (2, 25)]
+
+
+def test_an_outside_write_during_a_refresh_that_publishes_nothing_is_noticed(
+    lh: Lakehouse, unique
+) -> None:
+    """A refresh that changes no row publishes nothing, and recorded the table's snapshot
+    as it found it when done, which could be an outside write made meanwhile: that row
+    then stayed for good (a helper's hunt). It records the snapshot it started from."""
+    from dyntables.refresh import faults
+
+    src, dt = unique("src"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (k INT, n INT);
+        INSERT INTO {src} VALUES (1, 10);
+        CREATE DYNAMIC TABLE {dt} AS SELECT k, n FROM {src} WHERE n > 5;
+        INSERT INTO {src} VALUES (2, 1)
+        """
+    )
+
+    def outside_write(point: str) -> None:
+        if point == "after_write":
+            faults.install(None)
+            lh.spark.sql(f"INSERT INTO lakehouse.public.{dt} VALUES (99, 99)")
+
+    faults.install(outside_write)
+    try:
+        lh.sql(f"REFRESH DYNAMIC TABLE {dt}")  # the new row is filtered out: nothing to publish
+    finally:
+        faults.install(None)
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "FULL"
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [(1, 10)]
+
+
+def test_a_branch_or_tag_dropped_under_a_dynamic_table_keeps_its_rows(
+    lh: Lakehouse, unique
+) -> None:
+    """Every refresh failed with Iceberg's raw "Cannot find matching snapshot ID or
+    reference name" (a helper's hunt). Like a dropped source: NO_DATA with the reason,
+    rows kept, and on again once the ref exists; CREATE over a missing ref says so."""
+    src, dt = unique("src"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (k INT, n INT);
+        INSERT INTO {src} VALUES (1, 10);
+        ALTER TABLE {src} CREATE TAG v1;
+        CREATE DYNAMIC TABLE {dt} AS SELECT k, n FROM {src} VERSION AS OF 'v1';
+        ALTER TABLE {src} DROP TAG v1
+        """
+    )
+    out = lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first()
+    assert (out.state, out.refresh_mode) == ("SUCCEED", "NO_DATA")
+    history = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
+    assert "VERSION AS OF 'v1' was dropped" in str(history.error_message or history.stats)
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [(1, 10)]
+    lh.sql(f"INSERT INTO {src} VALUES (2, 20); ALTER TABLE {src} CREATE TAG v1")
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "FULL"
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [(1, 10), (2, 20)]
+    with pytest.raises(TableNotFoundError, match="no branch or tag 'v9'"):
+        lh.sql(f"CREATE DYNAMIC TABLE {unique('dt')} AS SELECT k FROM {src} VERSION AS OF 'v9'")
+
+
+def test_use_moves_where_a_dynamic_tables_names_resolve(lh: Lakehouse, unique) -> None:
+    """After USE, dyntables resolved names in the namespace the Lakehouse started in
+    while Spark resolved them in the new one; and CREATE OR REPLACE with the same text
+    from another namespace kept the rows of the old namespace's table (a helper's hunt)."""
+    ns, src, dt = unique("ns"), unique("src"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE NAMESPACE lakehouse.{ns};
+        CREATE TABLE {src} (k INT, n INT);
+        INSERT INTO {src} VALUES (1, 10);
+        CREATE TABLE {ns}.{src} (k INT, n INT);
+        INSERT INTO {ns}.{src} VALUES (7, 70);
+        CREATE DYNAMIC TABLE {ns}.{dt} AS SELECT k, SUM(n) AS s FROM {src} GROUP BY k
+        """
+    )
+    assert rows(lh.sql(f"SELECT * FROM {ns}.{dt}")) == [(1, 10)]
+    lh.sql(f"USE lakehouse.{ns}")
+    try:
+        assert rows(lh.sql(f"SELECT * FROM {dt}")) == [(1, 10)]  # the table of this namespace
+        lh.sql(
+            f"CREATE OR REPLACE DYNAMIC TABLE {dt} AS SELECT k, SUM(n) AS s FROM {src} GROUP BY k"
+        )
+        assert rows(lh.sql(f"SELECT * FROM {dt}")) == [(7, 70)]
+    finally:
+        lh.sql("USE lakehouse.public")
+    assert lh.namespace == "public"
