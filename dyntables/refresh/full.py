@@ -148,12 +148,7 @@ def full_refresh(ctx: RefreshContext, plan: Plan | None, columns: list[str]) -> 
             )
             lossy = narrowings(ctx.spark, dt.name, query_types)
             if lossy:
-                raise SourceSchemaChangedError(
-                    f"the rows of {dt.name} no longer fit its columns ({'; '.join(lossy)}): "
-                    "writing them would change their values; a source's type changed in a "
-                    "way the table cannot follow in place: drop the dynamic table and "
-                    "create it again"
-                )
+                raise _does_not_fit(dt, lossy, "writing them would change their values")
         _write(ctx, sql, returns)
         _source_read_stats(ctx)
         table = load_table(ctx.spark, dt.name)
@@ -184,11 +179,15 @@ def _write(ctx: RefreshContext, sql: str, returns: StructType) -> None:
         ]
         if not differ:
             raise
-        raise SourceSchemaChangedError(
-            f"the rows of {ctx.dt.name} no longer fit its columns ({'; '.join(differ)}): "
-            f"{spark_message(exc)[:300]}; a source's type changed in a way the table "
-            "cannot follow in place: drop the dynamic table and create it again"
-        ) from exc
+        raise _does_not_fit(ctx.dt, differ, spark_message(exc)[:300]) from exc
+
+
+def _does_not_fit(dt: DynamicTableDef, columns: list[str], detail: str) -> SourceSchemaChangedError:
+    return SourceSchemaChangedError(
+        f"the rows of {dt.name} no longer fit its columns ({'; '.join(columns)}): {detail}; "
+        "a source's type changed in a way the table cannot follow in place: drop the "
+        "dynamic table and create it again"
+    )
 
 
 def _resolving(ctx: RefreshContext, step: Callable[[], _T]) -> _T:

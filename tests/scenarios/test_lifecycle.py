@@ -781,12 +781,10 @@ def test_a_dynamic_table_rolled_back_or_written_outside_is_recomputed(
     assert_oracle(lh, dt)
 
 
-def test_a_dynamic_table_in_another_namespace_reads_the_names_as_create_did(
-    lh: Lakehouse, unique
-) -> None:
-    """``CREATE DYNAMIC TABLE other.dt AS SELECT ... FROM src``: CREATE resolved ``src``
-    in the session's namespace, the refresh in the table's own, and CREATE failed with
-    a bare KeyError. The names resolve where CREATE resolved them, as a Spark view's do."""
+@pytest.fixture
+def two_namespaces(lh: Lakehouse, unique) -> tuple[str, str, str]:
+    """A source of one name in ``public`` (1, 10) and in another namespace (7, 70), and
+    a grouped dynamic table in the other namespace created from ``public``."""
     ns, src, dt = unique("ns"), unique("src"), unique("dt")
     lh.sql(
         f"""
@@ -795,10 +793,20 @@ def test_a_dynamic_table_in_another_namespace_reads_the_names_as_create_did(
         INSERT INTO {src} VALUES (1, 10);
         CREATE TABLE {ns}.{src} (k INT, n INT);
         INSERT INTO {ns}.{src} VALUES (7, 70);
-        CREATE DYNAMIC TABLE {ns}.{dt} AS SELECT k, SUM(n) AS s FROM {src} GROUP BY k;
-        INSERT INTO {src} VALUES (2, 20)
+        CREATE DYNAMIC TABLE {ns}.{dt} AS SELECT k, SUM(n) AS s FROM {src} GROUP BY k
         """
     )
+    return ns, src, dt
+
+
+def test_a_dynamic_table_in_another_namespace_reads_the_names_as_create_did(
+    lh: Lakehouse, two_namespaces: tuple[str, str, str]
+) -> None:
+    """``CREATE DYNAMIC TABLE other.dt AS SELECT ... FROM src``: CREATE resolved ``src``
+    in the session's namespace, the refresh in the table's own, and CREATE failed with
+    a bare KeyError. The names resolve where CREATE resolved them, as a Spark view's do."""
+    ns, src, dt = two_namespaces
+    lh.sql(f"INSERT INTO {src} VALUES (2, 20)")
     assert lh.sql(f"REFRESH DYNAMIC TABLE {ns}.{dt}").first().refresh_mode == "INCREMENTAL"
     assert rows(lh.sql(f"SELECT * FROM {ns}.{dt}")) == [(1, 10), (2, 20)]
     assert lh.sql(f"REFRESH DYNAMIC TABLE {ns}.{dt} ").first().refresh_mode == "NO_DATA"
@@ -868,21 +876,13 @@ def test_a_branch_or_tag_dropped_under_a_dynamic_table_keeps_its_rows(
         lh.sql(f"CREATE DYNAMIC TABLE {unique('dt')} AS SELECT k FROM {src} VERSION AS OF 'v9'")
 
 
-def test_use_moves_where_a_dynamic_tables_names_resolve(lh: Lakehouse, unique) -> None:
+def test_use_moves_where_a_dynamic_tables_names_resolve(
+    lh: Lakehouse, two_namespaces: tuple[str, str, str]
+) -> None:
     """After USE, dyntables resolved names in the namespace the Lakehouse started in
     while Spark resolved them in the new one; and CREATE OR REPLACE with the same text
     from another namespace kept the rows of the old namespace's table (a helper's hunt)."""
-    ns, src, dt = unique("ns"), unique("src"), unique("dt")
-    lh.sql(
-        f"""
-        CREATE NAMESPACE lakehouse.{ns};
-        CREATE TABLE {src} (k INT, n INT);
-        INSERT INTO {src} VALUES (1, 10);
-        CREATE TABLE {ns}.{src} (k INT, n INT);
-        INSERT INTO {ns}.{src} VALUES (7, 70);
-        CREATE DYNAMIC TABLE {ns}.{dt} AS SELECT k, SUM(n) AS s FROM {src} GROUP BY k
-        """
-    )
+    ns, src, dt = two_namespaces
     assert rows(lh.sql(f"SELECT * FROM {ns}.{dt}")) == [(1, 10)]
     lh.sql(f"USE lakehouse.{ns}")
     try:
