@@ -16,7 +16,6 @@ from sqlglot import exp
 from dyntables.catalog.definition import (
     ACTIVE,
     PREFIX,
-    RESULT_SETTINGS,
     SUSPENDED,
     DynamicTableDef,
     RefreshState,
@@ -62,6 +61,8 @@ from dyntables.refresh.planner import INITIAL
 from dyntables.refresh.retention import METADATA_PROPERTIES
 from dyntables.refresh.sessions import (
     label_jobs,
+    reads_sql_otherwise,
+    result_settings,
     rows_together,
     thread_properties_kept,
     work_session,
@@ -166,6 +167,14 @@ class Commands:
                 raise TableExistsError(
                     f"dynamic table {name} already exists; use CREATE OR REPLACE DYNAMIC TABLE to change it"
                 )
+        otherwise = reads_sql_otherwise(self.spark)
+        if otherwise is not None:
+            key, value = otherwise
+            raise UnsupportedQueryError(
+                f"dynamic table {name}: {key} is {self.spark.conf.get(key)}, under which "
+                f"Spark reads SQL otherwise than dynamic tables do; SET {key} = {value} "
+                "and write the query for it"
+            )
         try:
             query = parse_query(stmt.query)
         except UnsupportedQueryError as exc:
@@ -196,7 +205,8 @@ class Commands:
             comment=stmt.comment,
             partitioned_by=stmt.partitioned_by,
             user_properties=dict(stmt.properties),
-            settings={k: str(self.spark.conf.get(k)) for k in RESULT_SETTINGS},
+            settings=result_settings(self.spark),
+            settings_whole=True,
             query_namespace=(self.lh.catalog, self.lh.namespace),
         )
         if (

@@ -26,6 +26,41 @@ RESULT_SETTINGS = (
     "spark.sql.ansi.enabled",
     "spark.sql.timestampType",
 )
+# the other settings a result, or how Spark reads SQL text, can depend on: Spark's
+# legacy behaviours (size(NULL), stddev of one row, date patterns, ...), ANSI's
+# variants, decimal precision, case sensitivity, map key deduplication. They are
+# recorded at CREATE when the creating session set them, and unset for a refresh when
+# it did not, so a session that refreshes with others set computes as CREATE did.
+RESULT_SETTING_PREFIXES = ("spark.sql.legacy.", "spark.sql.ansi.")
+RESULT_SETTING_KEYS = frozenset(
+    {
+        "spark.sql.caseSensitive",
+        "spark.sql.charAsVarchar",
+        "spark.sql.chunkBase64String.enabled",
+        "spark.sql.decimalOperations.allowPrecisionLoss",
+        "spark.sql.function.concatBinaryAsString",
+        "spark.sql.function.eltOutputAsString",
+        "spark.sql.groupByAliases",
+        "spark.sql.groupByOrdinal",
+        "spark.sql.jsonGenerator.ignoreNullFields",
+        "spark.sql.mapKeyDedupPolicy",
+        "spark.sql.orderByOrdinal",
+        "spark.sql.parser.escapedStringLiterals",
+        "spark.sql.parser.quotedRegexColumnNames",
+        "spark.sql.readSideCharPadding",
+        "spark.sql.storeAssignmentPolicy",
+    }
+)
+
+
+def changes_results(key: str) -> bool:
+    """Whether session setting ``key`` can change what a query returns or how its text
+    reads (see RESULT_SETTING_PREFIXES)."""
+    return (
+        key in RESULT_SETTINGS
+        or key in RESULT_SETTING_KEYS
+        or key.startswith(RESULT_SETTING_PREFIXES)
+    )
 
 
 @dataclass(frozen=True)
@@ -131,9 +166,14 @@ class DynamicTableDef:
     comment: str | None = None
     partitioned_by: tuple[str, ...] = ()
     user_properties: Mapping[str, str] = field(default_factory=dict)
-    # RESULT_SETTINGS as the creating session had them (empty: created before they were
-    # recorded; such a table refreshes with the refreshing session's)
+    # RESULT_SETTINGS as the creating session had them, and every other setting that
+    # changes_results it had set (empty: created before they were recorded; such a
+    # table refreshes with the refreshing session's)
     settings: Mapping[str, str] = field(default_factory=dict)
+    # whether ``settings`` holds every setting that changes_results the creating session
+    # had set, so a refresh unsets the others (False: created before they were all
+    # recorded; only RESULT_SETTINGS are set)
+    settings_whole: bool = False
     # the names of the query's columns at CREATE, as Spark resolved them and as the
     # compiler did (they may differ, e.g. a pivot over -1): a refresh whose ``*`` now
     # expands otherwise would write other columns by position (empty: created before
@@ -178,6 +218,7 @@ class DynamicTableDef:
             PREFIX + "partitioned_by": json.dumps(list(self.partitioned_by)),
             PREFIX + "user_properties": json.dumps(dict(self.user_properties), sort_keys=True),
             PREFIX + "settings": json.dumps(dict(self.settings), sort_keys=True),
+            PREFIX + "settings_whole": "true" if self.settings_whole else "",
             PREFIX + "query_columns": json.dumps(list(self.query_columns)),
             PREFIX + "plan_columns": json.dumps(list(self.plan_columns)),
             PREFIX + "query_namespace": json.dumps(list(self.query_namespace)),
@@ -208,6 +249,7 @@ class DynamicTableDef:
             partitioned_by=tuple(json.loads(props.get(PREFIX + "partitioned_by", "[]"))),
             user_properties=json.loads(props.get(PREFIX + "user_properties", "{}")),
             settings=json.loads(props.get(PREFIX + "settings", "{}")),
+            settings_whole=props.get(PREFIX + "settings_whole") == "true",
             query_columns=tuple(json.loads(props.get(PREFIX + "query_columns", "[]"))),
             plan_columns=tuple(json.loads(props.get(PREFIX + "plan_columns", "[]"))),
             query_namespace=tuple(json.loads(props.get(PREFIX + "query_namespace", "[]"))),

@@ -347,7 +347,8 @@ class Refresher:
         """A session of its own: spark.wap.id stages only this refresh's writes, and the
         job group/pool make the refresh visible (and schedulable) as one unit. It is a
         clone of the session refreshing, with the settings results depend on (time
-        zone, ANSI mode) as the session that created the table had them. ``rows``: what
+        zone, ANSI mode, Spark's legacy behaviours) as the session that created the
+        table had them. ``rows``: what
         the sources and the table hold together (see sessions.SMALL_DATA_ROWS)."""
         settings = {
             "spark.wap.id": job_id,
@@ -355,7 +356,7 @@ class Refresher:
             # an overwrite must replace the whole table, whatever the user's session says
             "spark.sql.sources.partitionOverwriteMode": "static",
         }
-        session = work_session(self.spark, settings, rows)
+        session = work_session(self.spark, settings, rows, only_these=dt.settings_whole)
         label_jobs(self.spark.sparkContext, job_id, f"refresh {dt.name}", dt.vcluster.lower())
         return session
 

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from dyntables.catalog.definition import RESULT_SETTINGS, changes_results
 from dyntables.refresh.planner import small_data_settings
 
 # Work whose sources and table hold at most this many rows together is planned for
@@ -51,13 +52,65 @@ def rows_together(counts: Iterable[int | None]) -> int | None:
     return total
 
 
-def work_session(spark: Any, settings: Mapping[str, str], rows: int | None) -> Any:
+# the settings under which Spark reads SQL text otherwise than dyntables reads and
+# writes it (a backslash in a string is no escape; a backquoted name is a regex), at the
+# value dyntables reads it with: CREATE refuses a session with another, and the work's
+# sessions always have this one, for the SQL the work runs is dyntables' writing
+SQL_TEXT_SETTINGS = {
+    "spark.sql.parser.escapedStringLiterals": "false",
+    "spark.sql.parser.quotedRegexColumnNames": "false",
+}
+
+
+def reads_sql_otherwise(spark: Any) -> tuple[str, str] | None:
+    """The setting of ``spark`` under which Spark reads a query's text otherwise than
+    dyntables does, and the value dyntables reads it with; None if there is none. A
+    double-quoted "x" is a string to dyntables and, with ANSI mode on and this set, a
+    column to Spark."""
+    for key, value in SQL_TEXT_SETTINGS.items():
+        if str(spark.conf.get(key)).lower() != value:
+            return key, value
+    quoted = "spark.sql.ansi.doubleQuotedIdentifiers"
+    if str(spark.conf.get("spark.sql.ansi.enabled")).lower() == "true" and (
+        str(spark.conf.get(quoted)).lower() == "true"
+    ):
+        return quoted, "false"
+    return None
+
+
+def keys_set(spark: Any) -> list[str]:
+    """The settings ``spark`` has set: by SET, and the ``spark.sql.*`` of the
+    SparkConf it started with. One py4j call (SQL's ``SET`` takes 60-80 ms)."""
+    keys = spark._jsparkSession.conf().getAll().keys().mkString("\u0001")
+    return [key for key in str(keys).split("\u0001") if key]
+
+
+def result_settings(spark: Any) -> dict[str, str]:
+    """What CREATE records of ``spark``'s settings (see definition.RESULT_SETTINGS):
+    the three every query can depend on, set or not, and every other that
+    changes_results it has set. A setting that cannot be changed in a session (a
+    static one) cannot be set for a refresh either, so it is not recorded."""
+    keys = set(RESULT_SETTINGS)
+    keys.update(
+        key for key in keys_set(spark) if changes_results(key) and spark.conf.isModifiable(key)
+    )
+    return {key: str(spark.conf.get(key)) for key in sorted(keys)}
+
+
+def work_session(
+    spark: Any, settings: Mapping[str, str], rows: int | None, *, only_these: bool = False
+) -> Any:
     """A clone of ``spark`` with ``settings`` set, planned for little data when ``rows``
     (what the sources and the table hold together, None if unknown) is at most
-    SMALL_DATA_ROWS."""
+    SMALL_DATA_ROWS. ``only_these``: every other setting that changes_results is
+    unset, so the work computes as the session that recorded ``settings`` did."""
     from pyspark.sql import SparkSession
 
     session = SparkSession(spark.sparkContext, spark._jsparkSession.cloneSession())
+    if only_these:
+        for key in keys_set(session):
+            if changes_results(key) and key not in settings and session.conf.isModifiable(key):
+                session.conf.unset(key)
     for key in SESSION_STAGING:
         # the user's write-audit-publish staging is theirs, not the work's: with
         # spark.wap.branch set, Iceberg refuses the work's own staged writes ("Cannot
@@ -65,7 +118,7 @@ def work_session(spark: Any, settings: Mapping[str, str], rows: int | None) -> A
         # (CREATE's table then shows none); with spark.wap.id set, CREATE's rows were
         # staged and never published
         session.conf.unset(key)
-    for key, value in settings.items():
+    for key, value in {**SQL_TEXT_SETTINGS, **settings}.items():
         session.conf.set(key, value)
     if rows is not None and rows <= SMALL_DATA_ROWS:
         for key, value in small_data_settings(session).items():

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from dyntables.catalog.definition import RefreshState
+from dyntables.catalog.definition import RefreshState, changes_results
 from dyntables.catalog.iceberg import load_table
 from dyntables.ivm import rules
 from dyntables.ivm.rules import ranks_all_rows
@@ -50,6 +50,7 @@ from dyntables.plan.query import never_true
 from dyntables.refresh import apply, faults
 from dyntables.refresh.history import FULL, INCREMENTAL, NO_DATA
 from dyntables.refresh.planner import INCONSISTENT_STATE
+from dyntables.refresh.sessions import keys_set
 from tests.differential.generate import Scenario, Step, step_text
 
 # a source with no snapshot is empty, by a filter Spark cannot fold (as refreshes pin it)
@@ -812,8 +813,16 @@ class Harness:
                 f"{when}: recorded sources {sorted(state.sources)} differ from the declared {sorted(declared)}"
             )
         views = []
-        # the query as the table computes it: under the settings recorded at CREATE
-        before = {k: self.oracle.conf.get(k, None) for k in dt.settings}
+        # the query as the table computes it: under the settings recorded at CREATE (and
+        # without others a result depends on, for a table that recorded them all)
+        others = [
+            k
+            for k in (keys_set(self.oracle) if dt.settings_whole else ())
+            if changes_results(k) and k not in dt.settings and self.oracle.conf.isModifiable(k)
+        ]
+        before = {k: self.oracle.conf.get(k, None) for k in [*dt.settings, *others]}
+        for key in others:
+            self.oracle.conf.unset(key)
         for key, value in dt.settings.items():
             self.oracle.conf.set(key, value)
         try:
