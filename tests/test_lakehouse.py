@@ -79,25 +79,38 @@ def test_qualify_resolves_in_the_current_namespace(lh: Lakehouse) -> None:
     assert str(lh.qualify("c.n.t")) == "c.n.t"
 
 
-def test_a_session_the_user_built_and_another_catalog(lh: Lakehouse, tmp_path, unique) -> None:
-    """Lakehouse(spark=..., catalog=...): what a cluster user does with their own session."""
+@pytest.mark.parametrize("cached", [False, True], ids=["cache-off", "cache-on"])
+def test_a_session_the_user_built_and_another_catalog(
+    lh: Lakehouse, tmp_path, unique, cached: bool
+) -> None:
+    """Lakehouse(spark=..., catalog=...): what a cluster user does with their own session.
+    With Iceberg's default table cache on, a refresh did not find the write it had just
+    staged, said INCREMENTAL and published its state without its rows: they were lost
+    for good (found by a helper following the README)."""
     spark = lh.spark
-    spark.conf.set("spark.sql.catalog.other", "org.apache.iceberg.spark.SparkCatalog")
-    spark.conf.set("spark.sql.catalog.other.type", "hadoop")
-    spark.conf.set("spark.sql.catalog.other.warehouse", str(tmp_path / "other"))
-    spark.conf.set("spark.sql.catalog.other.cache-enabled", "false")
-    borrowed = Lakehouse(spark=spark, catalog="other")
+    catalog = "cached" if cached else "other"
+    writer = spark.newSession()  # another writer, with a cache of its own
+    for session in (spark, writer):
+        session.conf.set(f"spark.sql.catalog.{catalog}", "org.apache.iceberg.spark.SparkCatalog")
+        session.conf.set(f"spark.sql.catalog.{catalog}.type", "hadoop")
+        session.conf.set(f"spark.sql.catalog.{catalog}.warehouse", str(tmp_path / catalog))
+        if not cached:
+            session.conf.set(f"spark.sql.catalog.{catalog}.cache-enabled", "false")
+    borrowed = Lakehouse(spark=spark, catalog=catalog)
     try:
         src, dt = unique("src"), unique("dt")
         borrowed.sql(f"CREATE TABLE {src} (a INT); INSERT INTO {src} VALUES (1), (2)")
         borrowed.sql(f"CREATE DYNAMIC TABLE {dt} AS SELECT count(*) AS n FROM {src}")
         borrowed.sql(f"INSERT INTO {src} VALUES (3)")
         assert borrowed.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
-        assert rows(spark.sql(f"SELECT * FROM other.public.{dt}")) == [(3,)]
+        assert rows(spark.sql(f"SELECT * FROM {catalog}.public.{dt}")) == [(3,)]
+        writer.sql(f"INSERT INTO {catalog}.public.{src} VALUES (4)")
+        assert borrowed.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+        assert rows(borrowed.sql(f"SELECT * FROM {dt}")) == [(4,)]
         history = borrowed.sql(
             f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1"
         ).first()
-        assert history.workspace_name == "other"
+        assert history.workspace_name == catalog
     finally:
         borrowed.close()  # borrowed session: close() must not stop it
         lh.sql(f"USE {lh.catalog}.{lh.namespace}")

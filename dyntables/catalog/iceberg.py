@@ -401,10 +401,23 @@ def _java_list(spark: Any, iterable: Any) -> list[Any]:
 SPARK3_UTIL = "org.apache.iceberg.spark.Spark3Util"
 
 
+def caches_tables(spark: Any, catalog: str) -> bool:
+    """Whether ``catalog`` hands out its tables' metadata as it was when first loaded
+    (Iceberg's ``cache-enabled``, on unless set off): a commit made through another
+    object is not seen until the cache expires."""
+    return (
+        str(spark.conf.get(f"spark.sql.catalog.{catalog}.cache-enabled", "true")).lower() != "false"
+    )
+
+
 def load_table(spark: Any, name: TableName) -> IcebergTable | None:
-    """Load ``catalog.namespace.table``; None when it does not exist."""
+    """Load ``catalog.namespace.table``, as its metadata is now; None when it does not
+    exist. From a caching catalog the table is refreshed: else a refresh did not find
+    the write it had just staged, and published its state without it."""
     try:
         jtable = java_class(spark, SPARK3_UTIL).loadIcebergTable(spark._jsparkSession, str(name))
+        if caches_tables(spark, name.parts[0]):
+            jtable.refresh()
     except Exception as exc:  # py4j wraps NoSuchTableException / ValidationException
         text = str(exc)
         lowered = text.lower()

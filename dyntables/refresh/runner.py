@@ -193,6 +193,12 @@ class Refresher:
             staged = load_table(self.spark, dt.name)
             assert staged is not None
             snapshot = staged.staged_snapshot(job_id)
+            if snapshot is None and (result.rows_inserted or result.rows_deleted):
+                raise RefreshFailedError(
+                    f"the refresh of {dt.name} wrote {result.rows_inserted} rows and removed "
+                    f"{result.rows_deleted}, but its write (wap.id {job_id}) is not in the "
+                    "table's metadata; nothing was published. Refresh it again"
+                )
             if snapshot is not None and (snapshot.adds_nothing or result.unchanged):
                 snapshot = None  # publishing it would show downstream a change of nothing
             if snapshot is not None and snapshot.parent_id != staged.current_snapshot_id():

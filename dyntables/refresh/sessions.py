@@ -78,6 +78,19 @@ def reads_sql_otherwise(spark: Any) -> tuple[str, str] | None:
     return None
 
 
+def uncached_catalogs(keys: Iterable[str]) -> dict[str, str]:
+    """Settings that turn off the table cache of every catalog configured among ``keys``
+    (a session's keys_set): the
+    work reads and commits metadata through several objects, and a cached one did not
+    show a commit made through another. A clone sets up its catalogs anew, under its
+    own settings, so the user's session keeps its cache."""
+    return {
+        f"{key}.cache-enabled": "false"
+        for key in keys
+        if key.startswith("spark.sql.catalog.") and key.count(".") == 3
+    }
+
+
 def keys_set(spark: Any) -> list[str]:
     """The settings ``spark`` has set: by SET, and the ``spark.sql.*`` of the
     SparkConf it started with. One py4j call (SQL's ``SET`` takes 60-80 ms)."""
@@ -107,8 +120,9 @@ def work_session(
     from pyspark.sql import SparkSession
 
     session = SparkSession(spark.sparkContext, spark._jsparkSession.cloneSession())
+    keys = keys_set(session)
     if only_these:
-        for key in keys_set(session):
+        for key in keys:
             if changes_results(key) and key not in settings and session.conf.isModifiable(key):
                 session.conf.unset(key)
     for key in SESSION_STAGING:
@@ -118,7 +132,7 @@ def work_session(
         # (CREATE's table then shows none); with spark.wap.id set, CREATE's rows were
         # staged and never published
         session.conf.unset(key)
-    for key, value in {**SQL_TEXT_SETTINGS, **settings}.items():
+    for key, value in {**SQL_TEXT_SETTINGS, **uncached_catalogs(keys), **settings}.items():
         session.conf.set(key, value)
     if rows is not None and rows <= SMALL_DATA_ROWS:
         for key, value in small_data_settings(session).items():
