@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -25,7 +26,19 @@ TEST_CONF = {
 @pytest.fixture(scope="session")
 def lh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lakehouse]:
     warehouse = tmp_path_factory.mktemp("warehouse")
-    with Lakehouse(warehouse=warehouse, conf=TEST_CONF) as lakehouse:
+    conf = dict(TEST_CONF)
+    # Iceberg's JDBC catalog over an embedded H2 database instead of the Hadoop catalog
+    # (a catalog that renames tables, as REST, Hive and Glue do): the H2 jar's path
+    if os.environ.get("DYNTABLES_TEST_JDBC"):
+        from dyntables.engine.jars import iceberg_runtime_jar
+
+        conf["spark.jars"] = f"{iceberg_runtime_jar()},{os.environ['DYNTABLES_TEST_JDBC']}"
+        conf["spark.sql.catalog.lakehouse.type"] = "jdbc"
+        conf["spark.sql.catalog.lakehouse.uri"] = (
+            f"jdbc:h2:file:{warehouse}/_meta;DATABASE_TO_LOWER=TRUE"
+        )
+        conf["spark.sql.catalog.lakehouse.jdbc.schema-version"] = "V1"
+    with Lakehouse(warehouse=warehouse, conf=conf) as lakehouse:
         yield lakehouse
 
 

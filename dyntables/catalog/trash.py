@@ -62,15 +62,19 @@ class Trash:
             self.fs.move(table.location, f"{trash}/table")
             self.fs.write_text(f"{trash}/dropped.json", json.dumps(record.__dict__))
         else:
-            trash_name = (
-                f"`{self.catalog}`.`{SYSTEM_NAMESPACE}`.`trash__{entry_id.replace('.', '__')}`"
+            trash_name = TableName(
+                (self.catalog, SYSTEM_NAMESPACE, f"trash__{entry_id.replace('.', '__')}")
             )
-            record = Dropped(str(name), dt_id, now, retention_days, trash_name, trash_name)
+            record = Dropped(
+                str(name), dt_id, now, retention_days, trash_name.sql(), trash_name.sql()
+            )
             self.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{self.catalog}`.`{SYSTEM_NAMESPACE}`")
-            self.spark.sql(f"ALTER TABLE {name.sql()} RENAME TO {trash_name}")
+            # the record first: a crash before the rename leaves the table where it was
+            # (a later DROP writes its own), one after it a trash table UNDROP can find
             self.spark.sql(
-                f"ALTER TABLE {trash_name} SET TBLPROPERTIES ('dyntables.dropped'='{json.dumps(record.__dict__)}')"
+                f"ALTER TABLE {name.sql()} SET TBLPROPERTIES ('dyntables.dropped'='{json.dumps(record.__dict__)}')"
             )
+            self.spark.sql(f"ALTER TABLE {name.sql()} RENAME TO {_within_catalog(trash_name)}")
         self.purge_expired()
 
     def undrop(self, name: TableName) -> Dropped:
@@ -91,7 +95,7 @@ class Trash:
             self.fs.move(f"{entry.trash}/table", entry.location)
             self.fs.delete(entry.trash)
         else:
-            self.spark.sql(f"ALTER TABLE {entry.trash} RENAME TO {name.sql()}")
+            self.spark.sql(f"ALTER TABLE {entry.trash} RENAME TO {_within_catalog(name)}")
             self.spark.sql(
                 f"ALTER TABLE {name.sql()} UNSET TBLPROPERTIES IF EXISTS ('dyntables.dropped')"
             )
@@ -106,6 +110,8 @@ class Trash:
                 except Exception:  # a half-written entry (crash during DROP) is skipped
                     continue
             return found
+        if not self.spark.catalog.databaseExists(f"`{self.catalog}`.`{SYSTEM_NAMESPACE}`"):
+            return found  # nothing was ever dropped (or refreshed) in this catalog
         rows = self.spark.sql(f"SHOW TABLES IN `{self.catalog}`.`{SYSTEM_NAMESPACE}`").collect()
         for row in rows:
             if row.tableName.startswith("trash__"):
@@ -124,3 +130,10 @@ class Trash:
                     self.fs.delete(entry.trash)
                 else:
                     self.spark.sql(f"DROP TABLE IF EXISTS {entry.trash} PURGE")
+
+
+def _within_catalog(name: TableName) -> str:
+    """``name`` as RENAME TO takes it: within the table's own catalog. A catalog-qualified
+    target is read as a namespace of that name (``cat.dyntables_sys``), which does not
+    exist: DROP and UNDROP failed on every catalog that renames."""
+    return TableName(name.parts[1:]).sql()
