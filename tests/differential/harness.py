@@ -106,6 +106,22 @@ def as_if_large(scenario: Scenario) -> int:
     return (0, 1, 0, 2)[zlib.crc32(text.encode()) % 4]
 
 
+@contextlib.contextmanager
+def _settings_kept(spark: Any) -> Iterator[None]:
+    """The session's settings as they were before a scenario, after it: a scenario's
+    SET statements are its own."""
+    before = {key: spark.conf.get(key) for key in keys_set(spark)}
+    try:
+        yield
+    finally:
+        for key in keys_set(spark):
+            if key not in before and spark.conf.isModifiable(key):
+                spark.conf.unset(key)
+        for key, value in before.items():
+            if spark.conf.get(key, None) != value and spark.conf.isModifiable(key):
+                spark.conf.set(key, value)
+
+
 REL_TOL = 1e-5
 ABS_TOL = 1e-9
 _runs = itertools.count()
@@ -377,7 +393,7 @@ class Harness:
 
         large = self.large = as_if_large(scenario)
         self.stats.large += bool(large)
-        with _thresholds_of(large):
+        with _thresholds_of(large), _settings_kept(self.lh.spark):
             try:
                 for i, step in enumerate(scenario.steps):
                     t0 = time.monotonic()
