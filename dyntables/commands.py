@@ -483,16 +483,17 @@ class Commands:
             if rows
             else None
         )
-        if latest is None:
-            return base.selectExpr(
+        if latest is None:  # nothing listed: the same columns, in the same order
+            joined = base.selectExpr(
                 "*",
                 "CAST(NULL AS string) AS last_refresh_state",
                 "CAST(NULL AS string) AS last_error",
             )
-        self.registry.history.ensure()
-        joined = base.join(
-            latest, (base.name == latest.h_name) & (base.schema_name == latest.h_schema), "left"
-        )
+        else:
+            self.registry.history.ensure()
+            joined = base.join(
+                latest, (base.name == latest.h_name) & (base.schema_name == latest.h_schema), "left"
+            )
         return joined.select(
             "name",
             "schema_name",

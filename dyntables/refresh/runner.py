@@ -195,9 +195,9 @@ class Refresher:
             snapshot = staged.staged_snapshot(job_id)
             if snapshot is None and (result.rows_inserted or result.rows_deleted):
                 raise RefreshFailedError(
-                    f"the refresh of {dt.name} wrote {result.rows_inserted} rows and removed "
-                    f"{result.rows_deleted}, but its write (wap.id {job_id}) is not in the "
-                    "table's metadata; nothing was published. Refresh it again"
+                    f"it wrote {result.rows_inserted} rows and removed {result.rows_deleted}, "
+                    f"but its write (wap.id {job_id}) is not in the table's metadata; nothing "
+                    "was published. Refresh it again"
                 )
             if snapshot is not None and (snapshot.adds_nothing or result.unchanged):
                 snapshot = None  # publishing it would show downstream a change of nothing
@@ -272,6 +272,12 @@ class Refresher:
                 pass
             if isinstance(exc, faults.InjectedFault):
                 raise
+            if isinstance(exc, DynTablesError):  # its own code, said once
+                failure = RefreshFailedError(
+                    f"refresh of {dt.name} failed: {' '.join(exc.message.split())[:2000]}"
+                )
+                failure.code = exc.code
+                raise failure from exc
             raise RefreshFailedError(f"refresh of {dt.name} failed: {message}") from exc
 
     def _drop_obsolete(self, previous: RefreshState | None, result: WriteResult) -> None:

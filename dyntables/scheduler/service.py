@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 def serve(
     lh: Lakehouse, config: SchedulerConfig, out: TextIO | None = None, once: bool = False
 ) -> int:
-    """Run until a signal (or one cycle with ``once``); returns the exit code."""
+    """Run until a signal (or one cycle with ``once``); returns the exit code: 1 when a
+    refresh of the one cycle failed, else 0."""
     stream = out or sys.stdout
 
     def write(event: SchedulerEvent) -> None:
@@ -62,7 +63,8 @@ def serve(
             f"{s.skips} skipped, {s.suspensions} suspended",
         )
     )
-    return 0
+    # one cycle (cron's way to run it): non-zero when a refresh failed, so cron says so
+    return 1 if once and s.failures else 0
 
 
 @contextmanager

@@ -7,6 +7,7 @@ check is on order and outcome, never on exact timing.
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import threading
@@ -22,6 +23,7 @@ from dyntables.catalog.iceberg import load_table
 from dyntables.cli.main import main
 from dyntables.scheduler import Policy, Scheduler, SchedulerConfig, SchedulerEvent
 from dyntables.scheduler import events as ev
+from dyntables.scheduler.service import serve
 from tests.cli.fakes import BorrowedLakehouse
 
 WAIT = 90.0  # seconds: a refresh costs 1-7 s on a small machine, a cycle several
@@ -287,3 +289,27 @@ def test_failures_back_off_skip_downstream_and_suspend(
     assert len(skipped) == 3
     assert {r.error_message for r in skipped} == {f"skipped: upstream {lh.catalog}.{ns}.f failed"}
     assert {r.refresh_mode for r in skipped} == {"NO_DATA"}
+
+
+def test_one_cycle_exits_non_zero_when_a_refresh_failed(
+    lh: Lakehouse, unique: Callable[[str], str]
+) -> None:
+    """``scheduler --once`` is how cron runs it: it exited 0 with every refresh failed."""
+    ns = unique("sched_once")
+    lh.sql(
+        f"""
+        CREATE NAMESPACE {ns};
+        CREATE TABLE {ns}.src (k STRING, v INT);
+        INSERT INTO {ns}.src VALUES ('a', 1);
+        CREATE DYNAMIC TABLE {ns}.ok REFRESH INTERVAL 1 SECOND AS SELECT k FROM {ns}.src;
+        CREATE DYNAMIC TABLE {ns}.bad REFRESH INTERVAL 1 SECOND AS SELECT k, v FROM {ns}.src
+        """
+    )
+    lh.sql(f"ALTER TABLE {ns}.src DROP COLUMN v; INSERT INTO {ns}.src VALUES ('b')")
+    time.sleep(1.1)  # both are due
+    out = io.StringIO()
+    one = SchedulerConfig(tables=(str(lh.qualify(f"{ns}.ok")),))
+    assert serve(lh, one, out=out, once=True) == 0
+    both = SchedulerConfig(namespaces=(ns,))
+    assert serve(lh, both, out=out, once=True) == 1
+    assert "1 failed" in out.getvalue()
