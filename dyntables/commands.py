@@ -30,6 +30,7 @@ from dyntables.errors import (
     DynTablesError,
     InvalidOptionError,
     NotADynamicTableError,
+    SqlSyntaxError,
     TableExistsError,
     TableNotFoundError,
     UnsupportedQueryError,
@@ -177,8 +178,8 @@ class Commands:
             )
         try:
             query = parse_query(stmt.query)
-        except UnsupportedQueryError as exc:
-            raise UnsupportedQueryError(f"dynamic table {name}: {exc.message}") from exc
+        except (UnsupportedQueryError, SqlSyntaxError) as exc:
+            raise type(exc)(f"dynamic table {name}: {exc.message}") from exc
         check_deterministic(query, str(name))
         beyond = names_beyond_tables(query)
         if beyond:

@@ -65,6 +65,13 @@ def test_syntax_error_is_a_one_line_error(lh: Lakehouse) -> None:
     assert err.value.code == "SQL_SYNTAX"
 
 
+def test_a_syntax_error_in_a_dynamic_tables_query_names_the_table(lh: Lakehouse) -> None:
+    with pytest.raises(SqlSyntaxError) as err:
+        lh.sql("CREATE DYNAMIC TABLE misspelt AS SELECT a, FROM (SELECT 1 AS a")
+    assert f"dynamic table {lh.qualify('misspelt')}: cannot parse the query" in err.value.message
+    assert "count from the text after AS" in err.value.message
+
+
 def test_bad_column_is_an_analysis_error(lh: Lakehouse, unique) -> None:
     t = unique("cols")
     lh.sql(f"CREATE TABLE {t} (a INT)")

@@ -197,7 +197,9 @@ def parse_query(text: str) -> exp.Query:
         ]
     except ParseError as exc:
         first = str(exc).splitlines()[0]
-        raise SqlSyntaxError(f"cannot parse the dynamic table's query: {first}") from exc
+        raise SqlSyntaxError(
+            f"cannot parse the query (lines and columns count from the text after AS): {first}"
+        ) from exc
     if len(trees) != 1 or not isinstance(trees[0], exp.Query):
         raise UnsupportedQueryError(
             "a dynamic table is defined by one SELECT query (AS SELECT ...); "
