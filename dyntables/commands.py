@@ -61,6 +61,7 @@ from dyntables.refresh.ids import new_job_id, now_ms
 from dyntables.refresh.planner import INITIAL
 from dyntables.refresh.retention import METADATA_PROPERTIES
 from dyntables.refresh.sessions import (
+    catalogs_closed,
     label_jobs,
     reads_sql_otherwise,
     result_settings,
@@ -308,61 +309,63 @@ class Commands:
         started = datetime.now(UTC)
         t0 = time.monotonic()
         job_id = new_job_id()
-        spark = work_session(self.spark, {}, source_rows)
-        label_jobs(self.spark.sparkContext, job_id, f"create {dt.name}", dt.vcluster.lower())
-        versions = {TableName(tuple(k.split("."))): v.snapshot for k, v in pinned.items()}
-        pinned_sql = spark_sql(pin_sources(query, self.lh.qualify, versions))
-        schema = self._analyze(spark, pinned_sql, dt)
-        columns = (
-            [c.name for c in stmt.columns] if stmt.columns else [f.name for f in schema.fields]
-        )
-        if len(columns) != len(schema.fields):
-            raise InvalidOptionError(
-                f"dynamic table {dt.name} lists {len(columns)} columns but its query returns {len(schema.fields)}"
+        with catalogs_closed(work_session(self.spark, {}, source_rows)) as spark:
+            label_jobs(self.spark.sparkContext, job_id, f"create {dt.name}", dt.vcluster.lower())
+            versions = {TableName(tuple(k.split("."))): v.snapshot for k, v in pinned.items()}
+            pinned_sql = spark_sql(pin_sources(query, self.lh.qualify, versions))
+            schema = self._analyze(spark, pinned_sql, dt)
+            columns = (
+                [c.name for c in stmt.columns] if stmt.columns else [f.name for f in schema.fields]
             )
-        compiled = self.registry.planner.compile_for_create(dt, columns)
-        dt = dt.with_options(
-            query_columns=tuple(schema.names),
-            plan_columns=tuple(compiled.plan.output_names) if compiled.plan else (),
-        )
-        contents, states = contents_sql(spark, dt, compiled.plan, pinned, columns, job_id)
-        state = RefreshState(job_id, now_ms(), pinned, FULL, states)
-        props = {
-            **dt.to_properties(),
-            **state.to_properties(),
-            "write.wap.enabled": "true",
-            **METADATA_PROPERTIES,
-            "history.expire.max-snapshot-age-ms": str(dt.retention_days * 86_400_000),
-        }
-        props_sql = ", ".join(f"{_lit(k)}={_lit(v)}" for k, v in props.items())
-        col_list = ", ".join(f"`{c}`" for c in columns)
-        verb = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE"
-        ddl = f"{verb} {dt.name.sql()} USING iceberg"
-        if dt.partitioned_by:
-            ddl += (
-                " PARTITIONED BY (" + ", ".join(_partition_sql(c) for c in dt.partitioned_by) + ")"
-            )
-        if dt.comment:
-            ddl += f" COMMENT {_lit(dt.comment)}"
-        ddl += f" TBLPROPERTIES ({props_sql}) AS SELECT * FROM ({contents}) AS q({col_list})"
-        try:
-            spark.sql(ddl)
-        except Exception as exc:
-            drop_state_tables(self.spark, [str(v["table"]) for v in states.values()])
-            self._record_build(dt, started, t0, job_id, None, exc)
-            raise
-        for col in stmt.columns:
-            if col.comment:
-                self.spark.sql(
-                    f"ALTER TABLE {dt.name.sql()} ALTER COLUMN `{col.name}` COMMENT {_lit(col.comment)}"
+            if len(columns) != len(schema.fields):
+                raise InvalidOptionError(
+                    f"dynamic table {dt.name} lists {len(columns)} columns but its query returns {len(schema.fields)}"
                 )
-        table = load_table(self.spark, dt.name)
-        if table is not None:
-            # the CTAS's snapshot, known only now: a rollback or an outside write before
-            # the first refresh is noticed too (see RefreshState.table_snapshot)
-            built = dataclasses.replace(state, table_snapshot=table.current_snapshot_id())
-            table.set_properties(built.to_properties())
-        self._record_build(dt, started, t0, job_id, table, None)
+            compiled = self.registry.planner.compile_for_create(dt, columns)
+            dt = dt.with_options(
+                query_columns=tuple(schema.names),
+                plan_columns=tuple(compiled.plan.output_names) if compiled.plan else (),
+            )
+            contents, states = contents_sql(spark, dt, compiled.plan, pinned, columns, job_id)
+            state = RefreshState(job_id, now_ms(), pinned, FULL, states)
+            props = {
+                **dt.to_properties(),
+                **state.to_properties(),
+                "write.wap.enabled": "true",
+                **METADATA_PROPERTIES,
+                "history.expire.max-snapshot-age-ms": str(dt.retention_days * 86_400_000),
+            }
+            props_sql = ", ".join(f"{_lit(k)}={_lit(v)}" for k, v in props.items())
+            col_list = ", ".join(f"`{c}`" for c in columns)
+            verb = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE"
+            ddl = f"{verb} {dt.name.sql()} USING iceberg"
+            if dt.partitioned_by:
+                ddl += (
+                    " PARTITIONED BY ("
+                    + ", ".join(_partition_sql(c) for c in dt.partitioned_by)
+                    + ")"
+                )
+            if dt.comment:
+                ddl += f" COMMENT {_lit(dt.comment)}"
+            ddl += f" TBLPROPERTIES ({props_sql}) AS SELECT * FROM ({contents}) AS q({col_list})"
+            try:
+                spark.sql(ddl)
+            except Exception as exc:
+                drop_state_tables(self.spark, [str(v["table"]) for v in states.values()])
+                self._record_build(dt, started, t0, job_id, None, exc)
+                raise
+            for col in stmt.columns:
+                if col.comment:
+                    self.spark.sql(
+                        f"ALTER TABLE {dt.name.sql()} ALTER COLUMN `{col.name}` COMMENT {_lit(col.comment)}"
+                    )
+            table = load_table(self.spark, dt.name)
+            if table is not None:
+                # the CTAS's snapshot, known only now: a rollback or an outside write before
+                # the first refresh is noticed too (see RefreshState.table_snapshot)
+                built = dataclasses.replace(state, table_snapshot=table.current_snapshot_id())
+                table.set_properties(built.to_properties())
+            self._record_build(dt, started, t0, job_id, table, None)
 
     def _analyze(self, spark: Any, pinned_sql: str, dt: DynamicTableDef) -> Any:
         try:

@@ -36,6 +36,7 @@ from dyntables.refresh.locks import RefreshLocks
 from dyntables.refresh.planner import TABLE_CHANGED
 from dyntables.refresh.retention import maintain
 from dyntables.refresh.sessions import (
+    close_catalogs,
     label_jobs,
     rows_together,
     thread_properties_kept,
@@ -160,6 +161,7 @@ class Refresher:
         reason: str | None = None
         result: WriteResult | None = None
         published = False
+        session: Any = None
         try:
             pinned, missing, source_rows = self._pin_sources(dt)
             faults.reach("after_pin_sources")
@@ -279,6 +281,9 @@ class Refresher:
                 failure.code = exc.code
                 raise failure from exc
             raise RefreshFailedError(f"refresh of {dt.name} failed: {message}") from exc
+        finally:
+            if session is not None:
+                close_catalogs(session)
 
     def _drop_obsolete(self, previous: RefreshState | None, result: WriteResult) -> None:
         if previous is None:

@@ -142,6 +142,45 @@ def work_session(
     return session
 
 
+def close_catalogs(session: Any) -> None:
+    """Close the Iceberg catalogs a work session set up. A clone sets its catalogs up
+    anew (a JDBC catalog's connection pool, a REST catalog's client, a Hive catalog's
+    metastore clients) and nothing closes them: a scheduler on a JDBC catalog held one
+    more pool after every refresh. Only the clone's own are closed: they are read from
+    its catalog manager, which loads a catalog when first used. Best effort: a catalog
+    that fails to close fails nothing else."""
+    from dyntables.engine.jvm import java_class
+
+    try:
+        manager = session._jsparkSession.sessionState().catalogManager()
+        field = manager.getClass().getDeclaredField("catalogs")
+        field.setAccessible(True)
+        loaded = field.get(manager)  # a Scala mutable map: name -> CatalogPlugin
+        names = str(loaded.keys().mkString("\u0001")).split("\u0001")
+        has_iceberg = java_class(session, "org.apache.iceberg.spark.source.HasIcebergCatalog")
+        closeable = java_class(session, "java.io.Closeable")
+    except Exception:  # another Spark than the one this was written for: leave them be
+        return
+    for name in filter(None, names):
+        try:
+            plugin = loaded.apply(name)
+            if has_iceberg._java_lang_class.isInstance(plugin):
+                catalog = plugin.icebergCatalog()
+                if closeable._java_lang_class.isInstance(catalog):
+                    catalog.close()
+        except Exception:
+            continue
+
+
+@contextmanager
+def catalogs_closed(session: Any) -> Iterator[Any]:
+    """``session`` for the work, its catalogs closed after it (see close_catalogs)."""
+    try:
+        yield session
+    finally:
+        close_catalogs(session)
+
+
 def label_jobs(sc: Any, group: str, description: str, pool: str) -> None:
     """Label the calling thread's next jobs as one unit in scheduler pool ``pool`` (see
     thread_properties_kept)."""
