@@ -227,8 +227,12 @@ class Commands:
                 {**keep.to_properties(), **({"comment": stmt.comment} if stmt.comment else {})}
             )
             return self._ok()
+        replaced = _state_table_names(table) if existing is not None else []
         with thread_properties_kept(self.spark.sparkContext):
             self._build(dt, stmt, query, pinned, source_rows, replace=existing is not None)
+        # the replaced generation's aggregate state: read by nothing any more
+        kept = set(_state_table_names(load_table(self.spark, name)))
+        drop_state_tables(self.spark, [t for t in replaced if t not in kept])
         return self._ok()
 
     def _pin(
@@ -678,3 +682,9 @@ def _normalized(query: str) -> str:
         return parse_query(query).sql("spark", normalize=True)
     except DynTablesError:
         return " ".join(query.split())
+
+
+def _state_table_names(table: Any) -> list[str]:
+    """The aggregate state tables ``table``'s recorded refresh state reads."""
+    state = RefreshState.from_properties(table.properties()) if table is not None else None
+    return [str(v["table"]) for v in state.state_tables.values()] if state else []

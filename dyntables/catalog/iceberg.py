@@ -436,3 +436,13 @@ def load_table(spark: Any, name: TableName) -> IcebergTable | None:
 
 def dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def drop_state_tables(spark: Any, tables: list[str]) -> None:
+    """Drop aggregate state tables, best effort: an orphan costs disk, never
+    correctness."""
+    for name in tables:
+        try:
+            spark.sql(f"DROP TABLE IF EXISTS {TableName(tuple(name.split('.'))).sql()} PURGE")
+        except Exception:
+            pass

@@ -14,8 +14,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from dyntables.catalog.definition import RefreshState
 from dyntables.catalog.filesystem import FileSystem
-from dyntables.catalog.iceberg import load_table
+from dyntables.catalog.iceberg import drop_state_tables, load_table
 from dyntables.errors import TableExistsError, UndropError
 from dyntables.sql.tokens import TableName
 
@@ -31,6 +32,18 @@ class Dropped:
     retention_days: int
     location: str  # where the table lived (Hadoop) or its name in the trash (rename)
     trash: str
+    # its aggregate state tables, kept for UNDROP and dropped with it when purged (empty:
+    # dropped before they were recorded)
+    state_tables: tuple[str, ...] = ()
+
+    @staticmethod
+    def from_json(text: str) -> Dropped:
+        record = json.loads(text)
+        record["state_tables"] = tuple(record.get("state_tables", ()))
+        return Dropped(**record)
+
+    def to_json(self) -> str:
+        return json.dumps({**self.__dict__, "state_tables": list(self.state_tables)})
 
     def expired(self, now_ms: int) -> bool:
         return now_ms > self.dropped_ms + self.retention_days * DAY_MS
@@ -56,23 +69,25 @@ class Trash:
             return
         now = int(time.time() * 1000)
         entry_id = f"{name.parts[1]}.{name.parts[2]}.{now}"
+        state = RefreshState.from_properties(table.properties())
+        states = tuple(str(v["table"]) for v in state.state_tables.values()) if state else ()
         if self.hadoop:
             trash = f"{self.root}/{entry_id}"
-            record = Dropped(str(name), dt_id, now, retention_days, table.location, trash)
+            record = Dropped(str(name), dt_id, now, retention_days, table.location, trash, states)
             self.fs.move(table.location, f"{trash}/table")
-            self.fs.write_text(f"{trash}/dropped.json", json.dumps(record.__dict__))
+            self.fs.write_text(f"{trash}/dropped.json", record.to_json())
         else:
             trash_name = TableName(
                 (self.catalog, SYSTEM_NAMESPACE, f"trash__{entry_id.replace('.', '__')}")
             )
             record = Dropped(
-                str(name), dt_id, now, retention_days, trash_name.sql(), trash_name.sql()
+                str(name), dt_id, now, retention_days, trash_name.sql(), trash_name.sql(), states
             )
             self.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{self.catalog}`.`{SYSTEM_NAMESPACE}`")
             # the record first: a crash before the rename leaves the table where it was
             # (a later DROP writes its own), one after it a trash table UNDROP can find
             self.spark.sql(
-                f"ALTER TABLE {name.sql()} SET TBLPROPERTIES ('dyntables.dropped'='{json.dumps(record.__dict__)}')"
+                f"ALTER TABLE {name.sql()} SET TBLPROPERTIES ('dyntables.dropped'='{record.to_json()}')"
             )
             self.spark.sql(f"ALTER TABLE {name.sql()} RENAME TO {_within_catalog(trash_name)}")
         self.purge_expired()
@@ -106,7 +121,7 @@ class Trash:
         if self.hadoop:
             for folder in self.fs.list_dirs(self.root):
                 try:
-                    found.append(Dropped(**json.loads(self.fs.read_text(f"{folder}/dropped.json"))))
+                    found.append(Dropped.from_json(self.fs.read_text(f"{folder}/dropped.json")))
                 except Exception:  # a half-written entry (crash during DROP) is skipped
                     continue
             return found
@@ -119,7 +134,7 @@ class Trash:
                     self.spark, TableName((self.catalog, SYSTEM_NAMESPACE, row.tableName))
                 )
                 if table is not None and "dyntables.dropped" in table.properties():
-                    found.append(Dropped(**json.loads(table.properties()["dyntables.dropped"])))
+                    found.append(Dropped.from_json(table.properties()["dyntables.dropped"]))
         return found
 
     def purge_expired(self) -> None:
@@ -130,6 +145,7 @@ class Trash:
                     self.fs.delete(entry.trash)
                 else:
                     self.spark.sql(f"DROP TABLE IF EXISTS {entry.trash} PURGE")
+                drop_state_tables(self.spark, list(entry.state_tables))
 
 
 def _within_catalog(name: TableName) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from dyntables.catalog.iceberg import load_table
+from dyntables.catalog.iceberg import drop_state_tables, load_table
 from dyntables.engine.frames import AS_NUMBERS, PRUNABLE_TYPES, literal, number_literal
 from dyntables.ivm import aggregate as agg
 from dyntables.ivm.rules import NEW, OLD, Materialized, Renderer
@@ -244,11 +244,3 @@ def full_build(
     except Exception:  # the tables built so far belong to no refresh
         drop_state_tables(spark, [str(v["table"]) for v in states.values()])
         raise
-
-
-def drop_state_tables(spark: Any, tables: list[str]) -> None:
-    for name in tables:
-        try:
-            spark.sql(f"DROP TABLE IF EXISTS {TableName(tuple(name.split('.'))).sql()} PURGE")
-        except Exception:  # best effort: an orphan costs disk, never correctness
-            pass

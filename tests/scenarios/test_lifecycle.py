@@ -4,6 +4,7 @@ upstreams, CREATE OR REPLACE, ALTER, SHOW/DESCRIBE, history of failures."""
 from __future__ import annotations
 
 import json
+import time
 from decimal import Decimal
 
 import pytest
@@ -241,6 +242,41 @@ def test_retention_zero_days_means_no_undrop(lh: Lakehouse, pipeline) -> None:
     lh.sql(f"DROP DYNAMIC TABLE {dt}")
     with pytest.raises(UndropError, match="retention"):
         lh.sql(f"UNDROP TABLE {dt}")
+
+
+def _state_tables_of(lh: Lakehouse, dt_id: str) -> set[str]:
+    """The aggregate state tables in the system namespace of the table ``dt_id``."""
+    return {
+        r.tableName
+        for r in lh.sql(f"SHOW TABLES IN {lh.catalog}.dyntables_sys").collect()
+        if r.tableName.startswith(f"st_{dt_id[:12]}_")
+    }
+
+
+def test_replacing_or_purging_a_dynamic_table_drops_its_aggregate_state(
+    lh: Lakehouse, pipeline
+) -> None:
+    """The state of an aggregate replaced by CREATE OR REPLACE, or of a dropped table
+    past its retention, was read by nothing and stayed for good (found by a helper)."""
+    src, dt = pipeline
+    dt_id = lh.commands.registry.get(lh.qualify(dt)).dt_id
+    first = _state_tables_of(lh, dt_id)
+    assert first
+    lh.sql(
+        f"CREATE OR REPLACE DYNAMIC TABLE {dt} AS "
+        f"SELECT k, SUM(v) AS total, COUNT(*) AS n FROM {src} GROUP BY k"
+    )
+    second = _state_tables_of(lh, dt_id)
+    assert second and not second & first
+    lh.sql(f"INSERT INTO {src} VALUES ('a', 4)")
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+    assert_oracle(lh, dt)
+    kept = _state_tables_of(lh, dt_id)
+    lh.sql(f"ALTER TABLE {dt} SET PROPERTIES ('data_retention_days'='0')")
+    lh.sql(f"DROP DYNAMIC TABLE {dt}")
+    time.sleep(0.01)  # past its retention of no days
+    lh.commands.registry.trash.purge_expired()
+    assert kept and not _state_tables_of(lh, dt_id)
 
 
 @pytest.mark.parametrize("value", ["91", "-1", "seven"])
