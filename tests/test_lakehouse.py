@@ -80,6 +80,30 @@ def test_bad_column_is_an_analysis_error(lh: Lakehouse, unique) -> None:
     assert "nope" in err.value.one_line()
 
 
+def test_a_shared_folder_the_user_names_holds_the_leases(lh: Lakehouse, tmp_path, unique) -> None:
+    """``spark.dyntables.system-root``: where the warehouse is no folder (a REST
+    catalog's is a name), the leases that keep two processes from refreshing one table
+    at once need one that every process sees."""
+    spark = lh.spark
+    root = tmp_path / "shared"
+    spark.conf.set("spark.sql.catalog.rooted", "org.apache.iceberg.spark.SparkCatalog")
+    spark.conf.set("spark.sql.catalog.rooted.type", "hadoop")
+    spark.conf.set("spark.sql.catalog.rooted.warehouse", str(tmp_path / "rooted"))
+    spark.conf.set("spark.dyntables.system-root", f"file:{root}")
+    try:
+        rooted = Lakehouse(spark=spark, catalog="rooted")
+        assert rooted.commands.registry.system_root == f"file:{root}"
+        src, dt = unique("src"), unique("dt")
+        rooted.sql(f"CREATE TABLE {src} (a INT); INSERT INTO {src} VALUES (1)")
+        rooted.sql(f"CREATE DYNAMIC TABLE {dt} AS SELECT a FROM {src}")
+        rooted.sql(f"INSERT INTO {src} VALUES (2); REFRESH DYNAMIC TABLE {dt}")
+        assert (root / "_locks").is_dir() and (root / "_history_journal").exists()
+        rooted.close()
+    finally:
+        spark.conf.unset("spark.dyntables.system-root")
+        lh.sql(f"USE {lh.catalog}.{lh.namespace}")
+
+
 def test_qualify_resolves_in_the_current_namespace(lh: Lakehouse) -> None:
     assert str(lh.qualify("t")) == f"{lh.catalog}.public.t"
     assert str(lh.qualify("other.t")) == f"{lh.catalog}.other.t"

@@ -9,7 +9,7 @@ from dyntables.catalog.definition import DynamicTableDef
 from dyntables.catalog.iceberg import IcebergTable, load_table
 from dyntables.catalog.trash import SYSTEM_NAMESPACE, Trash
 from dyntables.errors import NotADynamicTableError, TableNotFoundError
-from dyntables.refresh.history import History
+from dyntables.refresh.history import HISTORY_TABLE, History
 from dyntables.sql.tokens import TableName
 
 if TYPE_CHECKING:
@@ -23,14 +23,24 @@ class Registry:
         self.catalog = catalog
         self.qualify = qualify
         self.trash = Trash(spark, catalog)
-        warehouse = spark.conf.get(f"spark.sql.catalog.{catalog}.warehouse", "") or ""
-        # where leases and other small coordination files live (None: in-process only)
-        self.system_root: str | None = (
-            warehouse.rstrip("/") + f"/{SYSTEM_NAMESPACE}" if warehouse else None
+        # where leases and the history journal live, shared by every process that
+        # refreshes this catalog's tables (None: in-process only)
+        self.system_root: str | None = choose_system_root(
+            spark.conf.get(SYSTEM_ROOT_SETTING, "") or None,
+            spark.conf.get(f"spark.sql.catalog.{catalog}.warehouse", "") or None,
+            lambda: self._history_folder(),
         )
         self.history = History(spark, catalog, self.system_root)
         self._planner: Planner | None = None
         self._refresher: Refresher | None = None
+
+    def _history_folder(self) -> str | None:
+        """The folder of the system namespace's history table, which the catalog placed
+        on the storage every process shares."""
+        history = History(self.spark, self.catalog)
+        history.ensure()
+        table = load_table(self.spark, TableName((self.catalog, SYSTEM_NAMESPACE, HISTORY_TABLE)))
+        return table.location.rstrip("/").rsplit("/", 1)[0] if table is not None else None
 
     @property
     def planner(self) -> Planner:
@@ -87,3 +97,27 @@ class Registry:
     def _namespaces(self) -> list[str]:
         rows = self.spark.sql(f"SHOW NAMESPACES IN `{self.catalog}`").collect()
         return [r[0] for r in rows]
+
+
+# the Spark setting naming a folder all processes share for leases and the history
+# journal, where the catalog's warehouse is no path (REST's warehouse is a name) or unset
+SYSTEM_ROOT_SETTING = "spark.dyntables.system-root"
+
+
+def choose_system_root(
+    explicit: str | None, warehouse: str | None, history_folder: Callable[[], str | None]
+) -> str | None:
+    """The shared folder for leases and the history journal: the one the user set; else
+    the catalog's warehouse when it is a path (a URI or absolute); else the folder the
+    catalog gave the history table (REST, Glue, Hive without a warehouse). Without one,
+    two processes could refresh one table at once."""
+    if explicit:
+        return explicit.rstrip("/")
+    if warehouse and (
+        "://" in warehouse or warehouse.startswith("/") or warehouse.startswith("file:")
+    ):
+        return warehouse.rstrip("/") + f"/{SYSTEM_NAMESPACE}"
+    try:
+        return history_folder()
+    except Exception:  # no folder to be had: leases in this process only
+        return None
