@@ -193,6 +193,7 @@ class Commands:
         if name in sources:
             raise UnsupportedQueryError(f"dynamic table {name} cannot read itself")
         pinned, source_rows = self._pin(sources, refs_read(query, self.lh.qualify))
+        self._refuse_names_told_apart_by_case(name, sources)
         self._validate_options(stmt)
         dt = DynamicTableDef(
             name=name,
@@ -220,6 +221,8 @@ class Commands:
             keep = dt.with_options(
                 state=existing.state,
                 suspended_reason=existing.suspended_reason,
+                # the rows were computed as the existing definition says, not as this one
+                settings_whole=existing.settings_whole,
                 query_columns=existing.query_columns,
                 plan_columns=existing.plan_columns,
             )
@@ -270,6 +273,24 @@ class Commands:
             pinned[str(source)] = version
             counts.append(table.total_records())
         return pinned, rows_together(counts)
+
+    def _refuse_names_told_apart_by_case(self, name: TableName, sources: list[TableName]) -> None:
+        """Dynamic tables resolve column names as Spark does by default, whatever their
+        case: under spark.sql.caseSensitive, a source with columns ``a`` and ``A`` had
+        one read for the other, silently."""
+        if str(self.spark.conf.get("spark.sql.caseSensitive")).lower() != "true":
+            return
+        for source in sources:
+            seen: dict[str, str] = {}
+            for column in self.spark.table(source.sql()).columns:
+                other = seen.setdefault(column.lower(), column)
+                if other != column:
+                    raise UnsupportedQueryError(
+                        f"dynamic table {name}: source {source} has columns {other} and "
+                        f"{column}, told apart by case alone, which dynamic tables do not "
+                        "tell apart; rename one, or SET spark.sql.caseSensitive = false "
+                        "and read them by other names"
+                    )
 
     def _validate_options(self, stmt: CreateDynamicTable) -> None:
         for key, _ in stmt.properties:

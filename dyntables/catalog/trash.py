@@ -89,7 +89,13 @@ class Trash:
             self.spark.sql(
                 f"ALTER TABLE {name.sql()} SET TBLPROPERTIES ('dyntables.dropped'='{record.to_json()}')"
             )
-            self.spark.sql(f"ALTER TABLE {name.sql()} RENAME TO {_within_catalog(trash_name)}")
+            try:
+                self.spark.sql(f"ALTER TABLE {name.sql()} RENAME TO {_within_catalog(trash_name)}")
+            except Exception:  # the table stays as it was, record and all
+                self.spark.sql(
+                    f"ALTER TABLE {name.sql()} UNSET TBLPROPERTIES IF EXISTS ('dyntables.dropped')"
+                )
+                raise
         self.purge_expired()
 
     def undrop(self, name: TableName) -> Dropped:

@@ -53,47 +53,59 @@ def rows_together(counts: Iterable[int | None]) -> int | None:
 
 
 # the settings under which Spark reads SQL text otherwise than dyntables reads and
-# writes it (a backslash in a string is no escape; a backquoted name is a regex), at the
-# value dyntables reads it with: CREATE refuses a session with another, and the work's
-# sessions always have this one, for the SQL the work runs is dyntables' writing
+# writes it, at the value dyntables reads it with: a backslash in a string is no
+# escape, a backquoted name a regex, set operations bind left to right, 1E2 a DECIMAL,
+# GROUP BY names no alias and 1 no position. CREATE refuses a session with another, and
+# the work's sessions always have these, for the SQL the work runs is dyntables' writing
 SQL_TEXT_SETTINGS = {
     "spark.sql.parser.escapedStringLiterals": "false",
     "spark.sql.parser.quotedRegexColumnNames": "false",
+    "spark.sql.legacy.setopsPrecedence.enabled": "false",
+    "spark.sql.legacy.exponentLiteralAsDecimal.enabled": "false",
+    "spark.sql.groupByAliases": "true",
+    "spark.sql.groupByOrdinal": "true",
+    "spark.sql.orderByOrdinal": "true",
 }
 
 
 def reads_sql_otherwise(spark: Any) -> tuple[str, str] | None:
     """The setting of ``spark`` under which Spark reads a query's text otherwise than
-    dyntables does, and the value dyntables reads it with; None if there is none. A
-    double-quoted "x" is a string to dyntables and, with ANSI mode on and this set, a
-    column to Spark."""
-    for key, value in SQL_TEXT_SETTINGS.items():
-        if str(spark.conf.get(key)).lower() != value:
-            return key, value
-    quoted = "spark.sql.ansi.doubleQuotedIdentifiers"
-    if str(spark.conf.get("spark.sql.ansi.enabled")).lower() == "true" and (
-        str(spark.conf.get(quoted)).lower() == "true"
-    ):
-        return quoted, "false"
+    dyntables does, and a value dyntables reads it with; None if there is none. Beside
+    SQL_TEXT_SETTINGS: a CTE named again inside a query names the inner one to
+    dyntables, the outer one to Spark's legacy policy; and with ANSI mode on, "x" is a
+    column to Spark where double-quoted identifiers are on, and a comma binds looser
+    than JOIN where relation precedence is."""
+
+    def value(key: str) -> str:
+        return str(spark.conf.get(key)).lower()
+
+    for key, wanted in SQL_TEXT_SETTINGS.items():
+        if value(key) != wanted:
+            return key, wanted
+    if value("spark.sql.legacy.ctePrecedencePolicy") == "legacy":
+        return "spark.sql.legacy.ctePrecedencePolicy", "CORRECTED"
+    if value("spark.sql.ansi.enabled") == "true":
+        for key in ("spark.sql.ansi.doubleQuotedIdentifiers", "spark.sql.ansi.relationPrecedence"):
+            if value(key) == "true":
+                return key, "false"
     return None
 
 
-def uncached_catalogs(keys: Iterable[str]) -> dict[str, str]:
-    """Settings that turn off the table cache of every catalog configured among ``keys``
-    (a session's keys_set): the
-    work reads and commits metadata through several objects, and a cached one did not
+def uncached_catalogs(keys: Mapping[str, str]) -> dict[str, str]:
+    """Settings that turn off the table cache of every Iceberg catalog configured among
+    ``keys`` (a session's catalog settings and their values): the work reads and commits metadata through several objects, and a cached one did not
     show a commit made through another. A clone sets up its catalogs anew, under its
     own settings, so the user's session keeps its cache."""
     return {
         f"{key}.cache-enabled": "false"
-        for key in keys
-        if key.startswith("spark.sql.catalog.") and key.count(".") == 3
+        for key, plugin in keys.items()
+        if key.startswith("spark.sql.catalog.") and key.count(".") == 3 and "iceberg" in plugin
     }
 
 
 def keys_set(spark: Any) -> list[str]:
-    """The settings ``spark`` has set: by SET, and the ``spark.sql.*`` of the
-    SparkConf it started with. One py4j call (SQL's ``SET`` takes 60-80 ms)."""
+    """The settings ``spark`` has set: by SET, and those of the SparkConf it started
+    with. One py4j call (SQL's ``SET`` takes 60-80 ms)."""
     keys = spark._jsparkSession.conf().getAll().keys().mkString("\u0001")
     return [key for key in str(keys).split("\u0001") if key]
 
@@ -132,7 +144,12 @@ def work_session(
         # (CREATE's table then shows none); with spark.wap.id set, CREATE's rows were
         # staged and never published
         session.conf.unset(key)
-    for key, value in {**SQL_TEXT_SETTINGS, **uncached_catalogs(keys), **settings}.items():
+    catalogs = {
+        key: str(session.conf.get(key)).lower()
+        for key in keys
+        if key.startswith("spark.sql.catalog.") and key.count(".") == 3
+    }
+    for key, value in {**SQL_TEXT_SETTINGS, **uncached_catalogs(catalogs), **settings}.items():
         session.conf.set(key, value)
     if rows is not None and rows <= SMALL_DATA_ROWS:
         for key, value in small_data_settings(session).items():

@@ -1774,7 +1774,7 @@ def gen_scenario(
 
 
 # a setting a result depends on: (what in a query it changes, key, the value CREATE runs
-# under, None: as it is; the value the refreshes after it run under)
+# under, None: as it is; the value the refreshes after it run under), the rarest first
 SETTING_CHANGES = (
     (
         r"\b(STDDEV|VARIANCE|VAR_SAMP|SKEWNESS)\(",
@@ -1790,9 +1790,9 @@ SETTING_CHANGES = (
     ),
     (r"\bSIZE\(", "spark.sql.legacy.sizeOfNull", "false", "true"),
     (r"\bSIZE\(", "spark.sql.legacy.sizeOfNull", None, "false"),
-    (r"DECIMAL", "spark.sql.decimalOperations.allowPrecisionLoss", "false", "true"),
-    (r"DECIMAL", "spark.sql.decimalOperations.allowPrecisionLoss", None, "false"),
     (r"(?i)\b(hour|date_trunc|window)\(", "spark.sql.session.timeZone", None, "America/New_York"),
+    (r"\bd\b|DECIMAL", "spark.sql.decimalOperations.allowPrecisionLoss", "false", "true"),
+    (r"\bd\b|DECIMAL", "spark.sql.decimalOperations.allowPrecisionLoss", None, "false"),
 )
 
 
@@ -1803,13 +1803,12 @@ def _with_settings(steps: list[Step], rng: random.Random) -> list[Step]:
     scenarios of other seeds stay as they were (the harness puts the settings back
     after each scenario)."""
     creates = [i for i, step in enumerate(steps) if step.op == "create_dt"]
-    text = " ".join(steps[i].args[1] for i in creates) + " ".join(
-        step.args[0] for step in steps if step.op == "sql" and step.args[0].startswith("CREATE")
-    )
+    text = " ".join(steps[i].args[1] for i in creates)
     changes = [c for c in SETTING_CHANGES if re.search(c[0], text)]
-    if not changes or rng.random() >= 1 / 4:
+    if not creates or not changes or rng.random() >= 1 / 4:
         return steps
-    _, key, at_create, later = rng.choice(changes)
+    # the first setting that applies (the rarer ones come first), in one of its forms
+    _, key, at_create, later = rng.choice([c for c in changes if c[1] == changes[0][1]])
     out = list(steps)
     out.insert(creates[-1] + 1, Step("sql", (f"SET {key} = {later}",)))
     if at_create is not None:
