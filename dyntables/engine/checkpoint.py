@@ -11,6 +11,8 @@ computed once and has no plan left to recompute; its blocks stay on the executor
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -52,5 +54,35 @@ def cached_alone(df: Any, tag: str) -> tuple[Any, Any]:
     marker = "__dyntables_cached"
     while marker in columns:
         marker += "_"
-    cached = df.withColumn(marker, F.lit(tag)).persist(StorageLevel.MEMORY_AND_DISK)
+    tagged = df.withColumn(marker, F.lit(tag))
+    with _planned_in_its_own_session(df.sparkSession):
+        cached = tagged.persist(StorageLevel.MEMORY_AND_DISK)
     return cached, cached.select(*(F.col("`" + c.replace("`", "``") + "`") for c in columns))
+
+
+# Spark plans a query it caches in a clone of the session with these off, unless they
+# already are; the clone sets its catalogs up anew, and nothing closes them: on a JDBC
+# catalog, a connection pool per cached frame, per refresh. Neither changes a result
+# (one is about Spark's own bucketed file tables, the other about how AQE partitions a
+# query's last stage).
+_CLONED_FOR_CACHING = (
+    "spark.sql.adaptive.applyFinalStageShuffleOptimizations",
+    "spark.sql.sources.bucketing.autoBucketedScan.enabled",
+)
+
+
+@contextmanager
+def _planned_in_its_own_session(spark: Any) -> Iterator[None]:
+    """While a frame is cached: the settings Spark would clone the session to turn off,
+    off in it, then as they were."""
+    before = {key: spark.conf.get(key, None) for key in _CLONED_FOR_CACHING}
+    for key in _CLONED_FOR_CACHING:
+        spark.conf.set(key, "false")
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
