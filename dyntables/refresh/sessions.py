@@ -159,13 +159,19 @@ def work_session(
     return session
 
 
+# the catalogs close_catalogs closes: those known to hold a resource of their own alone.
+# A Hadoop catalog's close also shut Iceberg's in-process lock manager, which every
+# Hadoop catalog of the JVM shares: the next commit of any table failed ("rejected from
+# ScheduledThreadPoolExecutor [Terminated]")
+CLOSED_CATALOGS = frozenset({"org.apache.iceberg.jdbc.JdbcCatalog"})
+
+
 def close_catalogs(session: Any) -> None:
-    """Close the Iceberg catalogs a work session set up. A clone sets its catalogs up
-    anew (a JDBC catalog's connection pool, a REST catalog's client, a Hive catalog's
-    metastore clients) and nothing closes them: a scheduler on a JDBC catalog held one
-    more pool after every refresh. Only the clone's own are closed: they are read from
-    its catalog manager, which loads a catalog when first used. Best effort: a catalog
-    that fails to close fails nothing else."""
+    """Close the JDBC catalogs a work session set up (CLOSED_CATALOGS). A clone sets its
+    catalogs up anew (a JDBC catalog's connection pool) and nothing closes them: a
+    scheduler on a JDBC catalog held one more pool after every refresh. Only the clone's
+    own are closed: they are read from its catalog manager, which loads a catalog when
+    first used. Best effort: a catalog that fails to close fails nothing else."""
     from dyntables.engine.jvm import java_class
 
     try:
@@ -183,7 +189,8 @@ def close_catalogs(session: Any) -> None:
             plugin = loaded.apply(name)
             if has_iceberg._java_lang_class.isInstance(plugin):
                 catalog = plugin.icebergCatalog()
-                if closeable._java_lang_class.isInstance(catalog):
+                kind = str(catalog.getClass().getName())
+                if kind in CLOSED_CATALOGS and closeable._java_lang_class.isInstance(catalog):
                     catalog.close()
         except Exception:
             continue
