@@ -11,8 +11,8 @@ computed once and has no plan left to recompute; its blocks stay on the executor
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 
@@ -71,13 +71,18 @@ _CLONED_FOR_CACHING = (
 )
 
 
-@contextmanager
-def _planned_in_its_own_session(spark: Any) -> Iterator[None]:
+def _planned_in_its_own_session(spark: Any) -> AbstractContextManager[None]:
     """While a frame is cached: the settings Spark would clone the session to turn off,
     off in it, then as they were."""
-    before = {key: spark.conf.get(key, None) for key in _CLONED_FOR_CACHING}
-    for key in _CLONED_FOR_CACHING:
-        spark.conf.set(key, "false")
+    return settings_for_a_while(spark, dict.fromkeys(_CLONED_FOR_CACHING, "false"))
+
+
+@contextmanager
+def settings_for_a_while(spark: Any, settings: Mapping[str, str]) -> Iterator[None]:
+    """``settings`` set in ``spark``, then put back as they were (unset if they were)."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
     try:
         yield
     finally:

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from dyntables.catalog.definition import DynamicTableDef, RefreshState, SourceVersion
 from dyntables.catalog.iceberg import load_table
+from dyntables.engine.checkpoint import settings_for_a_while
 from dyntables.errors import IncrementalNotSupportedError
 from dyntables.ivm import aggregate as agg
 from dyntables.ivm.rules import ranks_all_rows
@@ -351,15 +352,5 @@ def small_change_settings(spark: Any, changed_rows: int) -> Iterator[None]:
     if changed_rows >= SMALL_CHANGE_ROWS:
         yield
         return
-    settings = small_data_settings(spark)
-    before = {k: spark.conf.get(k, None) for k in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
+    with settings_for_a_while(spark, small_data_settings(spark)):
         yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
