@@ -91,15 +91,18 @@ def reads_sql_otherwise(spark: Any) -> tuple[str, str] | None:
     return None
 
 
-def uncached_catalogs(keys: Mapping[str, str]) -> dict[str, str]:
+def uncached_catalogs(spark: Any, keys: Iterable[str]) -> dict[str, str]:
     """Settings that turn off the table cache of every Iceberg catalog configured among
-    ``keys`` (a session's catalog settings and their values): the work reads and commits metadata through several objects, and a cached one did not
-    show a commit made through another. A clone sets up its catalogs anew, under its
-    own settings, so the user's session keeps its cache."""
+    ``keys`` (``spark``'s keys_set): the work reads and commits metadata through several
+    objects, and a cached one did not show a commit made through another. A clone sets
+    up its catalogs anew, under its own settings, so the user's session keeps its
+    cache."""
     return {
         f"{key}.cache-enabled": "false"
-        for key, plugin in keys.items()
-        if key.startswith("spark.sql.catalog.") and key.count(".") == 3 and "iceberg" in plugin
+        for key in keys
+        if key.startswith("spark.sql.catalog.")
+        and key.count(".") == 3
+        and "iceberg" in str(spark.conf.get(key)).lower()
     }
 
 
@@ -144,12 +147,11 @@ def work_session(
         # (CREATE's table then shows none); with spark.wap.id set, CREATE's rows were
         # staged and never published
         session.conf.unset(key)
-    catalogs = {
-        key: str(session.conf.get(key)).lower()
-        for key in keys
-        if key.startswith("spark.sql.catalog.") and key.count(".") == 3
-    }
-    for key, value in {**SQL_TEXT_SETTINGS, **uncached_catalogs(catalogs), **settings}.items():
+    for key, value in {
+        **SQL_TEXT_SETTINGS,
+        **uncached_catalogs(session, keys),
+        **settings,
+    }.items():
         session.conf.set(key, value)
     if rows is not None and rows <= SMALL_DATA_ROWS:
         for key, value in small_data_settings(session).items():
