@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from dyntables.catalog.definition import (
     ACTIVE,
+    DEFAULT_RETENTION_DAYS,
     PREFIX,
     SUSPENDED,
     DynamicTableDef,
@@ -194,7 +195,7 @@ class Commands:
             raise UnsupportedQueryError(f"dynamic table {name} cannot read itself")
         pinned, source_rows = self._pin(sources, refs_read(query, self.lh.qualify))
         self._refuse_names_told_apart_by_case(name, sources)
-        self._validate_options(stmt)
+        retention = self._retention_at_create(stmt, name)
         dt = DynamicTableDef(
             name=name,
             dt_id=existing.dt_id if existing else uuid.uuid4().hex,
@@ -204,10 +205,16 @@ class Commands:
             refresh_mode=stmt.refresh_mode,
             vcluster=stmt.vcluster,
             created_ms=existing.created_ms if existing else now_ms(),
-            retention_days=existing.retention_days if existing else 1,
+            retention_days=(
+                retention
+                if retention is not None
+                else existing.retention_days
+                if existing
+                else DEFAULT_RETENTION_DAYS
+            ),
             comment=stmt.comment,
             partitioned_by=stmt.partitioned_by,
-            user_properties=dict(stmt.properties),
+            user_properties={k: v for k, v in stmt.properties if k != "data_retention_days"},
             settings=result_settings(self.spark),
             settings_whole=True,
             query_namespace=(self.lh.catalog, self.lh.namespace),
@@ -227,7 +234,11 @@ class Commands:
                 plan_columns=existing.plan_columns,
             )
             table.set_properties(
-                {**keep.to_properties(), **({"comment": stmt.comment} if stmt.comment else {})}
+                {
+                    **keep.to_properties(),
+                    **_retention_properties(keep.retention_days),
+                    **({"comment": stmt.comment} if stmt.comment else {}),
+                }
             )
             return self._ok()
         replaced = _state_table_names(table) if existing is not None else []
@@ -292,12 +303,18 @@ class Commands:
                         "and read them by other names"
                     )
 
-    def _validate_options(self, stmt: CreateDynamicTable) -> None:
-        for key, _ in stmt.properties:
+    def _retention_at_create(self, stmt: CreateDynamicTable, name: TableName) -> int | None:
+        """PROPERTIES ('data_retention_days'=...) at CREATE, as ALTER sets it (the seeds
+        only ALTER it; a user should not need two statements). None when not given."""
+        days = None
+        for key, value in stmt.properties:
             if key == "data_retention_days":
+                days = _retention_days(value, name)
+            elif key.startswith(PREFIX):
                 raise InvalidOptionError(
-                    "set data_retention_days with ALTER TABLE ... SET PROPERTIES after creating"
+                    f"property {key} is managed by dyntables and cannot be set"
                 )
+        return days
 
     def _same_shape(
         self,
@@ -358,7 +375,7 @@ class Commands:
                 **state.to_properties(),
                 "write.wap.enabled": "true",
                 **METADATA_PROPERTIES,
-                "history.expire.max-snapshot-age-ms": str(dt.retention_days * 86_400_000),
+                **_retention_properties(dt.retention_days),
             }
             props_sql = ", ".join(f"{_lit(k)}={_lit(v)}" for k, v in props.items())
             col_list = ", ".join(f"`{c}`" for c in columns)
@@ -662,7 +679,7 @@ class Commands:
         for key, value in stmt.properties:
             if key == "data_retention_days":
                 days = _retention_days(value, name)
-                props["history.expire.max-snapshot-age-ms"] = str(days * 86_400_000)
+                props.update(_retention_properties(days))
                 props[PREFIX + "retention_days"] = str(days)
             elif key.startswith(PREFIX):
                 raise InvalidOptionError(
@@ -676,6 +693,11 @@ class Commands:
     def _ok(self) -> DataFrame:
         """What Spark returns for DDL: a frame with no columns (no job, no Python worker)."""
         return self.spark.range(0).select()
+
+
+def _retention_properties(days: int) -> dict[str, str]:
+    """Iceberg keeps the table's snapshots as long as UNDROP and time travel may need."""
+    return {"history.expire.max-snapshot-age-ms": str(days * 86_400_000)}
 
 
 def _retention_days(value: str, name: TableName) -> int:

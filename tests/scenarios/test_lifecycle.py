@@ -286,6 +286,34 @@ def test_retention_days_must_be_0_to_90(lh: Lakehouse, pipeline, value: str) -> 
         lh.sql(f"ALTER TABLE {dt} SET PROPERTIES ('data_retention_days'='{value}')")
 
 
+def test_retention_days_given_at_create(lh: Lakehouse, pipeline) -> None:
+    """One statement, not CREATE then ALTER; CREATE OR REPLACE without it keeps it."""
+    src, dt = pipeline
+    lh.sql(
+        f"CREATE OR REPLACE DYNAMIC TABLE {dt} PROPERTIES ('data_retention_days'='7', 'owner'='bi') "
+        f"AS SELECT k, SUM(v) AS total FROM {src} GROUP BY k"
+    )
+
+    def described() -> dict[str, str]:
+        return {r[0]: r[1] for r in lh.sql(f"DESCRIBE DYNAMIC TABLE {dt}").collect()}
+
+    props = dict(lh.sql(f"SHOW TBLPROPERTIES {dt}").collect())
+    assert props["history.expire.max-snapshot-age-ms"] == str(7 * 86_400_000)
+    assert described()["Data retention days"] == "7"
+    lh.sql(f"CREATE OR REPLACE DYNAMIC TABLE {dt} AS SELECT k, MAX(v) AS top FROM {src} GROUP BY k")
+    assert described()["Data retention days"] == "7"
+    with pytest.raises(InvalidOptionError, match="0 to 90"):
+        lh.sql(
+            f"CREATE DYNAMIC TABLE {dt}_x PROPERTIES ('data_retention_days'='91') "
+            f"AS SELECT k FROM {src}"
+        )
+    with pytest.raises(InvalidOptionError, match="managed by dyntables"):
+        lh.sql(
+            f"CREATE DYNAMIC TABLE {dt}_x PROPERTIES ('dyntables.state'='x') AS SELECT k FROM {src}"
+        )
+    assert not lh.spark.catalog.tableExists(lh.qualify(f"{dt}_x").sql())
+
+
 def test_retention_and_time_travel(lh: Lakehouse, pipeline) -> None:
     src, dt = pipeline
     lh.sql(f"ALTER TABLE {dt} SET PROPERTIES ('data_retention_days'='7')")
