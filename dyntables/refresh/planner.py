@@ -60,7 +60,7 @@ from dyntables.refresh.full import (
     pinned_query_sql,
 )
 from dyntables.refresh.full import qualifier as _qualifier
-from dyntables.refresh.history import FULL, INCREMENTAL
+from dyntables.refresh.history import FULL, INCREMENTAL, NO_DATA
 from dyntables.refresh.incremental import incremental_refresh
 from dyntables.sql.tokens import TableName
 
@@ -286,6 +286,9 @@ class Planner:
     # -- what the user sees before a refresh (EXPLAIN / DESCRIBE / CREATE checks) ----------
     def describe(self, dt: DynamicTableDef, compiled: Compiled | None = None) -> tuple[str, str]:
         """The mode a refresh with a change will run, and why (``compiled``: already done)."""
+        missing = self.missing_source(dt)
+        if missing is not None:
+            return NO_DATA, missing
         if dt.refresh_mode == "FULL":
             return FULL, REQUESTED_FULL
         compiled = compiled or self.compile(dt)
@@ -295,6 +298,18 @@ class Planner:
         if _auto_recomputes(dt, compiled.plan):
             return FULL, WINDOW_OVER_ALL_ROWS_DETAIL
         return INCREMENTAL, "every operator has a delta rule"
+
+    def missing_source(self, dt: DynamicTableDef) -> str | None:
+        """Why a refresh now reads nothing: a source is gone (the runner then records
+        NO_DATA and keeps the rows). Without this, DESCRIBE and EXPLAIN said
+        UNKNOWN_SOURCE, a compiler's word for a table it was never told about."""
+        for source in dt.sources:
+            if load_table(self.registry.spark, source) is None:
+                return (
+                    f"SOURCE_MISSING: source {source} is not found; refreshes record NO_DATA "
+                    "and keep the current rows until it is created again"
+                )
+        return None
 
     def explain_lines(self, dt: DynamicTableDef) -> list[tuple[str, str]]:
         from dyntables.refresh.explain import explain

@@ -335,6 +335,11 @@ def test_dropped_upstream_records_no_data_keeps_data_and_resumes(lh: Lakehouse, 
     assert refreshed.refresh_mode == "NO_DATA"
     latest = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
     assert src in json.loads(latest.stats)["note"]
+    # DESCRIBE and EXPLAIN say what a refresh now does (they said UNKNOWN_SOURCE)
+    described = {r.col_name: r for r in lh.sql(f"DESC DYNAMIC TABLE {dt}").collect()}
+    effective = described["Effective refresh mode"]
+    assert effective.data_type == "NO_DATA" and effective.comment.startswith("SOURCE_MISSING")
+    assert ("decision", "NO_DATA") in _explained(lh, dt)
     assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("a", 3), ("b", 5)]
     lh.sql(f"CREATE TABLE {src} (k STRING, v INT); INSERT INTO {src} VALUES ('z', 9)")
     refreshed = lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first()
