@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from dyntables.engine import DEFAULT_CATALOG, DEFAULT_NAMESPACE, build_session
 from dyntables.engine.errors import translate
 from dyntables.engine.session import exclude_optimizer_rules
-from dyntables.errors import DynTablesError
+from dyntables.errors import ConfigError, DynTablesError
 from dyntables.sql import TableName, parse_statement, split_statements
 from dyntables.sql.statements import SparkStatement, Statement
 
@@ -54,6 +54,7 @@ class Lakehouse:
         else:
             self.warehouse = None
         self.spark: SparkSession = spark
+        _check_catalog(spark, self.catalog)
         exclude_optimizer_rules(spark)
         self._run_spark(f"CREATE NAMESPACE IF NOT EXISTS `{self.catalog}`.`{self.namespace}`")
         self._run_spark(f"USE `{self.catalog}`.`{self.namespace}`")
@@ -172,3 +173,15 @@ class Lakehouse:
             return self.spark.sql(text)
         except Exception as exc:  # Spark raises a zoo of types; translate them all
             raise translate(exc, text) from exc
+
+
+def _check_catalog(spark: SparkSession, catalog: str) -> None:
+    """A name no catalog is configured under: Spark read `nosuch`.`public` as a database
+    name and said "_LEGACY_ERROR_TEMP_1055: The database name is not valid"."""
+    if catalog == "spark_catalog" or spark.conf.get(f"spark.sql.catalog.{catalog}", None):
+        return
+    raise ConfigError(
+        f"catalog {catalog} is not configured on this Spark session; set "
+        f"spark.sql.catalog.{catalog}=org.apache.iceberg.spark.SparkCatalog and its type "
+        "(or catalog-impl), uri and warehouse, or name a catalog the session has"
+    )

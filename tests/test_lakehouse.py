@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dyntables import Lakehouse
-from dyntables.errors import AnalysisError, SqlSyntaxError, TableNotFoundError
+from dyntables.errors import AnalysisError, ConfigError, SqlSyntaxError, TableNotFoundError
 from tests.conftest import rows
 
 
@@ -146,3 +146,10 @@ def test_a_session_the_user_built_and_another_catalog(
         borrowed.close()  # borrowed session: close() must not stop it
         lh.sql(f"USE {lh.catalog}.{lh.namespace}")
     assert spark.sql("SELECT 1").first()[0] == 1
+
+
+def test_a_catalog_the_session_does_not_have_is_named(lh: Lakehouse) -> None:
+    """Spark said "_LEGACY_ERROR_TEMP_1055: The database name is not valid"."""
+    with pytest.raises(ConfigError, match="catalog nosuch is not configured"):
+        Lakehouse(spark=lh.spark, catalog="nosuch")
+    assert lh.spark.catalog.currentCatalog() == lh.catalog
