@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from dyntables.cli.config import Settings, resolve_settings
+from dyntables.cli.render import MAX_CELL_WIDTH
 from dyntables.cli.report import report_error
 from dyntables.cli.run import run_sql
 from dyntables.cli.shell import run_shell
@@ -126,6 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="on SIGINT/SIGTERM, wait this long for refreshes in flight (default: 60)",
     )
     scheduler.add_argument("--once", action="store_true", help="run the tables due now, then exit")
+    scheduler.add_argument(
+        "--verbose",
+        action="store_true",
+        help="log every NO_DATA refresh (default: a count once a minute)",
+    )
     scheduler.set_defaults(handler=_cmd_scheduler)
 
     demo = _add_command(commands, "demo", "run the built-in demo pipeline")
@@ -151,7 +157,7 @@ def _cmd_sql(args: argparse.Namespace, factory: LakehouseFactory) -> int:
     if not split_statements(text):
         raise DynTablesError("nothing to run: the SQL text is empty")
     with _lakehouse(args, factory) as lh:
-        output = run_sql(lh, text, args.max_rows)
+        output = run_sql(lh, text, args.max_rows, wide=args.wide)
     print(output, flush=True)
     return EXIT_OK
 
@@ -161,6 +167,7 @@ def _cmd_shell(args: argparse.Namespace, factory: LakehouseFactory) -> int:
         return run_shell(
             lh,
             max_rows=args.max_rows,
+            wide=args.wide,
             debug=args.debug,
             stdin=sys.stdin,
             stdout=sys.stdout,
@@ -185,7 +192,7 @@ def _cmd_scheduler(args: argparse.Namespace, factory: LakehouseFactory) -> int:
         stop_timeout=args.stop_timeout,
     )
     with _lakehouse(args, factory) as lh:
-        return serve(lh, config, once=args.once)
+        return serve(lh, config, once=args.once, verbose=args.verbose)
 
 
 def _cmd_demo(args: argparse.Namespace, factory: LakehouseFactory) -> int:
@@ -273,6 +280,12 @@ def _add_global_options(parser: argparse.ArgumentParser, *, after_command: bool)
         metavar="N",
         default=default if after_command else DEFAULT_MAX_ROWS,
         help=f"print at most N rows of a result (default: {DEFAULT_MAX_ROWS})",
+    )
+    group.add_argument(
+        "--wide",
+        action="store_true",
+        default=default if after_command else False,
+        help=f"print values whole (default: cut at {MAX_CELL_WIDTH} characters)",
     )
 
 

@@ -21,16 +21,19 @@ ELLIPSIS = "…"
 _ESCAPES = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t"})
 
 
-def render_table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+def render_table(
+    columns: Sequence[str], rows: Sequence[Sequence[object]], *, wide: bool = False
+) -> str:
     """Header, separator and one line per row; numeric columns are right-aligned.
+    ``wide`` prints every value whole (EXPLAIN's delta SQL, a definition, stats).
 
     Returns "" when there are no columns (statements that return nothing).
     """
     if not columns:
         return ""
-    cells = [[format_value(value) for value in row] for row in rows]
+    cells = [[format_value(value, wide=wide) for value in row] for row in rows]
     numeric = [_is_numeric_column(rows, index) for index in range(len(columns))]
-    headers = [_clip(str(name)) for name in columns]
+    headers = [str(name) if wide else _clip(str(name)) for name in columns]
     widths = [
         max([display_width(headers[i])] + [display_width(row[i]) for row in cells])
         for i in range(len(columns))
@@ -41,17 +44,35 @@ def render_table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> st
     return "\n".join(lines)
 
 
-def row_count_line(shown: int, truncated: bool) -> str:
-    """The footer; when truncated the total is unknown (only max_rows + 1 were fetched)."""
+def row_count_line(shown: int, truncated: bool, clipped: bool = False) -> str:
+    """The footer; when truncated the total is unknown (only max_rows + 1 were fetched).
+    When a value was cut, it says how to see it whole."""
     if truncated:
         noun = "row" if shown == 1 else "rows"
-        return f"(output truncated to the first {shown} {noun}; raise --max-rows to see more)"
-    return f"({shown} row)" if shown == 1 else f"({shown} rows)"
+        line = f"(output truncated to the first {shown} {noun}; raise --max-rows to see more"
+    else:
+        line = f"({shown} row" if shown == 1 else f"({shown} rows"
+    if clipped:
+        line += (
+            f"; values longer than {MAX_CELL_WIDTH} characters were cut, --wide prints them whole"
+        )
+    return line + ")"
 
 
-def format_value(value: object) -> str:
+def format_value(value: object, *, wide: bool = False) -> str:
     """One value as a single line of text: NULL for None, escapes for line breaks."""
-    return _clip(_text(value).translate(_ESCAPES))
+    text = _one_line(value)
+    return text if wide else _clip(text)
+
+
+def any_clipped(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> bool:
+    """Would ``render_table`` without ``wide`` cut a header or a value?"""
+    texts = [*map(str, columns), *(_one_line(v) for row in rows for v in row)]
+    return any(display_width(text) > MAX_CELL_WIDTH for text in texts)
+
+
+def _one_line(value: object) -> str:
+    return _text(value).translate(_ESCAPES)
 
 
 def display_width(text: str) -> int:

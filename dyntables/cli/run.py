@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from dyntables.cli.render import render_table, row_count_line
+from dyntables.cli.render import any_clipped, render_table, row_count_line
 from dyntables.engine.errors import translate
 
 if TYPE_CHECKING:
@@ -20,12 +20,12 @@ class SqlRunner(Protocol):
     def sql(self, text: str) -> DataFrame: ...
 
 
-def run_sql(lh: SqlRunner, text: str, max_rows: int) -> str:
+def run_sql(lh: SqlRunner, text: str, max_rows: int, *, wide: bool = False) -> str:
     """Run a statement or script; the text of the last statement's result."""
-    return render_result(lh.sql(text), max_rows, statement=text)
+    return render_result(lh.sql(text), max_rows, statement=text, wide=wide)
 
 
-def render_result(df: Any, max_rows: int, *, statement: str = "") -> str:
+def render_result(df: Any, max_rows: int, *, statement: str = "", wide: bool = False) -> str:
     """Fetch at most ``max_rows`` + 1 rows (one extra tells us the result was cut)."""
     columns = list(df.columns)
     if not columns:
@@ -37,4 +37,6 @@ def render_result(df: Any, max_rows: int, *, statement: str = "") -> str:
         raise translate(exc, statement) from exc
     truncated = len(rows) > max_rows
     shown = rows[:max_rows]
-    return f"{render_table(columns, shown)}\n{row_count_line(len(shown), truncated)}"
+    clipped = not wide and any_clipped(columns, shown)
+    footer = row_count_line(len(shown), truncated, clipped)
+    return f"{render_table(columns, shown, wide=wide)}\n{footer}"

@@ -100,6 +100,7 @@ def run_shell(
     stderr: TextIO,
     debug: bool = False,
     source: LineSource | None = None,
+    wide: bool = False,
 ) -> int:
     """Run statements until exit/quit/end of input.
 
@@ -131,7 +132,7 @@ def run_shell(
         else:
             chunk = reader.feed(line)
         if chunk is not None:
-            failures += _run_chunk(lh, chunk, max_rows, stdout, stderr, debug, interactive)
+            failures += _run_chunk(lh, chunk, max_rows, wide, stdout, stderr, debug, interactive)
         if line is None:
             break
     return 1 if failures and not interactive else 0
@@ -141,6 +142,7 @@ def _run_chunk(
     lh: SqlRunner,
     chunk: str,
     max_rows: int,
+    wide: bool,
     stdout: TextIO,
     stderr: TextIO,
     debug: bool,
@@ -159,7 +161,7 @@ def _run_chunk(
     failures = 0
     for statement in statements:
         try:
-            output = run_sql(lh, statement, max_rows)
+            output = run_sql(lh, statement, max_rows, wide=wide)
         except KeyboardInterrupt:
             if not interactive:
                 raise

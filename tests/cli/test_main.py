@@ -105,6 +105,18 @@ def test_max_rows_truncates_and_says_so(cli: Cli, borrowed: BorrowedLakehouse) -
     assert len(lines) == 5
 
 
+@pytest.mark.parametrize("after_command", [False, True])
+def test_wide_prints_long_values_whole(
+    cli: Cli, borrowed: BorrowedLakehouse, after_command: bool
+) -> None:
+    query = ["sql", "-e", "SELECT repeat('x', 100) AS s"]
+    cut = cli(*query, factory=borrowed.factory).out.splitlines()
+    assert cut[2].endswith("…") and "--wide" in cut[3]
+    argv = [*query, "--wide"] if after_command else ["--wide", *query]
+    whole = cli(*argv, factory=borrowed.factory).out.splitlines()
+    assert whole[2:] == ["x" * 100, "(1 row)"]
+
+
 def test_debug_adds_the_traceback_before_the_line(cli: Cli, borrowed: BorrowedLakehouse) -> None:
     result = cli("--debug", "sql", "-e", "SELEC 1", factory=borrowed.factory)
     assert result.code == 1

@@ -9,6 +9,7 @@ from pyspark.sql import Row
 
 from dyntables.cli.render import (
     MAX_CELL_WIDTH,
+    any_clipped,
     display_width,
     format_value,
     render_table,
@@ -59,6 +60,14 @@ def test_very_long_values_are_clipped_with_an_ellipsis() -> None:
     assert display_width(cell) == MAX_CELL_WIDTH
 
 
+def test_wide_prints_long_values_and_headers_whole() -> None:
+    value, header = "y" * 500, "h" * 90
+    lines = render_table([header], [(value,)], wide=True).splitlines()
+    assert (lines[0].rstrip(), lines[2]) == (header, value)
+    assert any_clipped([header], []) and any_clipped(["s"], [(value,)])
+    assert not any_clipped(["s"], [("y" * MAX_CELL_WIDTH,)])
+
+
 def test_line_breaks_are_escaped_so_a_row_stays_on_one_line() -> None:
     text = render_table(["s"], [("a\nb\tc",)])
     assert text.splitlines()[2] == "a\\nb\\tc"
@@ -91,3 +100,6 @@ def test_row_count_line() -> None:
     assert row_count_line(3, truncated=False) == "(3 rows)"
     assert "first 1000 rows" in row_count_line(1000, truncated=True)
     assert "--max-rows" in row_count_line(1000, truncated=True)
+    assert row_count_line(2, truncated=False, clipped=True) == (
+        f"(2 rows; values longer than {MAX_CELL_WIDTH} characters were cut, --wide prints them whole)"
+    )
