@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from dyntables.refresh.history import NO_DATA
+
 # event kinds
 REFRESHED = "refresh"  # a refresh succeeded (INCREMENTAL, FULL or NO_DATA)
 FAILED = "failed"  # a refresh failed (recorded FAILED in history by the runner)
@@ -60,7 +62,9 @@ def format_event(event: SchedulerEvent) -> str:
     if event.kind == REFRESHED:
         rows = f"+{event.rows_inserted}/-{event.rows_deleted} rows"
         lag = "lag -" if event.lag_s is None else f"lag {event.lag_s:.2f}s"
-        return f"{head}  {event.mode or '-'}  {rows}  {event.duration_s or 0.0:.2f}s  {lag}"
+        line = f"{head}  {event.mode or '-'}  {rows}  {event.duration_s or 0.0:.2f}s  {lag}"
+        # why FULL, or why nothing was read (a source dropped, renamed, ...)
+        return f"{line}  ({event.message})" if event.message else line
     if event.kind == INFO:
         return f"{timestamp(event.time)} {event.message}"
     detail = event.message or ""
@@ -78,6 +82,44 @@ def line_logger(write: Callable[[str], None]) -> Listener:
     return listen
 
 
+class NoDataFolded:
+    """A listener in front of another: plain NO_DATA refreshes (nothing new, nothing to
+    say) are counted rather than passed on, and at most once per ``every`` seconds one
+    INFO line says how many there were. Three 1-second tables over quiet sources wrote
+    three lines a second. A NO_DATA with a note (a source dropped) still passes."""
+
+    def __init__(self, inner: Listener, every: float = 60.0) -> None:
+        self._inner, self._every = inner, every
+        self._count, self._names, self._since = 0, set[str](), 0.0
+
+    def __call__(self, event: SchedulerEvent) -> None:
+        if event.kind != REFRESHED or event.mode != NO_DATA or event.message:
+            self._inner(event)
+            return
+        if not self._count:
+            self._since = event.time
+        self._count += 1
+        self._names.add(event.name)
+        if event.time - self._since >= self._every:
+            self.flush(event.time)
+
+    def flush(self, now: float) -> None:
+        """Say what was counted (the service calls this before its last line)."""
+        if not self._count:
+            return
+        refreshes = "refresh" if self._count == 1 else "refreshes"
+        tables = "table" if len(self._names) == 1 else "tables"
+        self._inner(
+            SchedulerEvent(
+                INFO,
+                now,
+                message=f"{self._count} NO_DATA {refreshes} of {len(self._names)} {tables} "
+                f"in {max(0.0, now - self._since):.0f}s: nothing new in their sources",
+            )
+        )
+        self._count, self._names = 0, set()
+
+
 def logging_listener(logger: logging.Logger | None = None) -> Listener:
     """The default for a background scheduler: lines go to ``logging`` (quiet in a
     notebook unless the user configures logging), warnings for failures and backlog."""
@@ -85,7 +127,9 @@ def logging_listener(logger: logging.Logger | None = None) -> Listener:
 
     def listen(event: SchedulerEvent) -> None:
         level = logging.INFO
-        if event.kind in (FAILED, BACKLOG, SKIPPED):
+        if event.kind == REFRESHED and event.mode == NO_DATA and not event.message:
+            level = logging.DEBUG  # a quiet pipeline refreshes often and finds nothing
+        elif event.kind in (FAILED, BACKLOG, SKIPPED):
             level = logging.WARNING
         elif event.kind in (SUSPENDED, ERROR):
             level = logging.ERROR

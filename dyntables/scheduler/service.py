@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import TYPE_CHECKING, TextIO
 
-from dyntables.scheduler.events import INFO, SchedulerEvent, format_event
+from dyntables.scheduler.events import INFO, NoDataFolded, SchedulerEvent, format_event
 from dyntables.scheduler.loop import Scheduler, SchedulerConfig
 
 if TYPE_CHECKING:
@@ -23,16 +23,22 @@ if TYPE_CHECKING:
 
 
 def serve(
-    lh: Lakehouse, config: SchedulerConfig, out: TextIO | None = None, once: bool = False
+    lh: Lakehouse,
+    config: SchedulerConfig,
+    out: TextIO | None = None,
+    once: bool = False,
+    verbose: bool = False,
 ) -> int:
     """Run until a signal (or one cycle with ``once``); returns the exit code: 1 when a
-    refresh of the one cycle failed, else 0."""
+    refresh of the one cycle failed, else 0. Plain NO_DATA refreshes are summed up once
+    a minute unless ``verbose``."""
     stream = out or sys.stdout
 
     def write(event: SchedulerEvent) -> None:
         print(format_event(event), file=stream, flush=True)
 
-    scheduler = Scheduler(lh.commands.registry, config, listeners=[write])
+    folded = NoDataFolded(write)
+    scheduler = Scheduler(lh.commands.registry, config, listeners=[write if verbose else folded])
     scope = (
         "tables " + ", ".join(config.tables)
         if config.tables
@@ -54,6 +60,7 @@ def serve(
     else:
         with _stop_on_signals(scheduler):
             scheduler.run()
+    folded.flush(scheduler.clock())
     s = scheduler.stats
     write(
         SchedulerEvent(
