@@ -92,6 +92,7 @@ def build_plan(
     tree = mark_unnamed(tree)
     pivot.mark_unpivot_names(tree)
     _refuse_unmodelled(tree)
+    _refuse_case_twins(schema)
     sg_schema: dict[str, object] = {}
     for name, cols in schema.items():
         cat, db, tbl = name.parts
@@ -221,6 +222,24 @@ def _prune_scans(root: Node, schema: Schema) -> Node:
         raise AssertionError(f"unknown operator {type(n).__name__}")
 
     return prune(root)
+
+
+def _refuse_case_twins(schema: Schema) -> None:
+    """A source with columns told apart by case alone (``a`` and ``A``, possible under
+    spark.sql.caseSensitive): the compiler resolves names whatever their case and would
+    read one for the other. CREATE refuses such a source; one that gains a twin later is
+    recomputed, where Spark tells them apart."""
+    for name, cols in schema.items():
+        seen: dict[str, str] = {}
+        for column, _ in cols:
+            other = seen.setdefault(column.lower(), column)
+            if other != column:
+                raise NotIncremental(
+                    "CASE_TWIN_COLUMNS",
+                    "Scan",
+                    f"source {name} has columns {other} and {column}, told apart by case "
+                    "alone; recomputed by Spark, which tells them apart",
+                )
 
 
 class _Builder:

@@ -905,6 +905,21 @@ def test_a_structs_star_is_recomputed() -> None:
     assert build_plan("SELECT t0.* FROM t0", schema, qualify).output_names == ("k", "s")
 
 
+def test_columns_told_apart_by_case_alone_are_recomputed() -> None:
+    """Names resolve whatever their case here; with a and A both in a source, one would
+    be read for the other."""
+    t0 = TableName(("lakehouse", "public", "t0"))
+    with pytest.raises(NotIncremental) as err:
+        build_plan(
+            "SELECT k, SUM(a) AS s FROM t0 GROUP BY k",
+            {t0: [("k", "int"), ("a", "int"), ("A", "int")]},
+            qualify,
+        )
+    assert err.value.code == "CASE_TWIN_COLUMNS" and "a and A" in err.value.detail
+    cased = {t0: [("k", "int"), ("Amount", "int")]}
+    assert build_plan("SELECT k, SUM(amount) AS s FROM t0 GROUP BY k", cased, qualify)
+
+
 @pytest.mark.parametrize(
     "sql",
     [

@@ -3,6 +3,7 @@ created it did, whatever the session refreshing it has set."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
@@ -142,3 +143,25 @@ def test_columns_told_apart_by_case_alone_are_refused(lh: Lakehouse, unique) -> 
         lh.sql(f"CREATE DYNAMIC TABLE {dt} AS SELECT k, SUM(Amount) AS s FROM {cased} GROUP BY k")
         lh.sql(f"INSERT INTO {cased} VALUES (1, 5); REFRESH DYNAMIC TABLE {dt}")
         assert rows(lh.sql(f"SELECT * FROM {dt}")) == [(1, 15)]
+
+
+def test_a_case_twin_added_after_create_is_recomputed_not_confused(lh: Lakehouse, unique) -> None:
+    """CREATE refuses a source with a and A; a source that gains A after CREATE was
+    not checked, and the compiler, which resolves names whatever their case, could read
+    one for the other. Such a refresh is FULL (Spark tells them apart) and says why."""
+    src, dt = unique("src"), unique("dt")
+    with session_settings(lh, {"spark.sql.caseSensitive": "true"}):
+        lh.sql(
+            f"""
+            CREATE TABLE {src} (k INT, a INT); INSERT INTO {src} VALUES (1, 1), (2, 2);
+            CREATE DYNAMIC TABLE {dt} AS SELECT k, SUM(a) AS s FROM {src} GROUP BY k
+            """
+        )
+    with session_settings(lh, {"spark.sql.caseSensitive": "true"}):
+        lh.sql(f"ALTER TABLE {src} ADD COLUMN A INT")
+        lh.sql(f"INSERT INTO {src} VALUES (1, 10, 100), (3, 30, 300)")
+    refreshed = lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first()
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [(1, 11), (2, 2), (3, 30)]
+    assert refreshed.refresh_mode == "FULL"
+    latest = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
+    assert json.loads(latest.stats)["full_reason"].startswith("CASE_TWIN_COLUMNS")
