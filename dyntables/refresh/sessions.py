@@ -118,11 +118,33 @@ def result_settings(spark: Any) -> dict[str, str]:
     the three every query can depend on, set or not, and every other that
     changes_results it has set. A setting that cannot be changed in a session (a
     static one) cannot be set for a refresh either, so it is not recorded."""
-    keys = set(RESULT_SETTINGS)
-    keys.update(
-        key for key in keys_set(spark) if changes_results(key) and spark.conf.isModifiable(key)
-    )
-    return {key: str(spark.conf.get(key)) for key in sorted(keys)}
+    recorded = {key: str(spark.conf.get(key)) for key in RESULT_SETTINGS}
+    others = {
+        key: str(spark.conf.get(key))
+        for key in keys_set(spark)
+        if key not in recorded and changes_results(key) and spark.conf.isModifiable(key)
+    }
+    defaults = _defaults(spark, others)
+    # set to what it is anyway: recording it would only make a CREATE OR REPLACE from a
+    # session without it rebuild the table (a refresh unsets it, which is the same)
+    recorded.update((k, v) for k, v in others.items() if v != defaults.get(k))
+    return dict(sorted(recorded.items()))
+
+
+def _defaults(spark: Any, keys: Iterable[str]) -> dict[str, str]:
+    """What ``keys`` read once unset, as a refresh's session unsets them: Spark's own
+    defaults (absent: none). One clone of the session, made only when there are keys."""
+    keys = list(keys)
+    if not keys:
+        return {}
+    conf = spark._jsparkSession.cloneSession().conf()
+    out = {}
+    for key in keys:
+        conf.unset(key)
+        value = conf.getOption(key)
+        if value.isDefined():
+            out[key] = str(value.get())
+    return out
 
 
 def work_session(

@@ -165,3 +165,20 @@ def test_a_case_twin_added_after_create_is_recomputed_not_confused(lh: Lakehouse
     assert refreshed.refresh_mode == "FULL"
     latest = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
     assert json.loads(latest.stats)["full_reason"].startswith("CASE_TWIN_COLUMNS")
+
+
+def test_a_setting_set_to_its_default_is_not_recorded(lh: Lakehouse, unique) -> None:
+    """SET to what it is anyway was recorded, and a CREATE OR REPLACE of the same text
+    from a session without it rebuilt the table."""
+    src, dt = unique("src"), unique("dt")
+    query = f"SELECT k, size(v) AS n FROM {src}"
+    lh.sql(f"CREATE TABLE {src} (k INT, v ARRAY<INT>); INSERT INTO {src} VALUES (1, NULL)")
+    with session_settings(lh, {"spark.sql.legacy.sizeOfNull": "true"}):
+        lh.sql(f"CREATE DYNAMIC TABLE {dt} AS {query}")
+    recorded = lh.commands.registry.get(lh.qualify(dt)).settings
+    assert "spark.sql.legacy.sizeOfNull" not in recorded
+    assert "spark.sql.session.timeZone" in recorded  # recorded set or not
+    built = lh.spark.sql(f"SELECT snapshot_id FROM public.{dt}.snapshots").count()
+    lh.sql(f"CREATE OR REPLACE DYNAMIC TABLE {dt} AS {query}")
+    assert lh.spark.sql(f"SELECT snapshot_id FROM public.{dt}.snapshots").count() == built
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [(1, -1)]
