@@ -39,6 +39,7 @@ from dyntables.errors import (
 )
 from dyntables.plan.query import (
     check_deterministic,
+    files_read_by_path,
     names_beyond_tables,
     non_deterministic,
     parse_query,
@@ -190,6 +191,13 @@ class Commands:
                 "named as a table is not tracked as a source; read a branch or tag with "
                 "VERSION AS OF 'name' (t VERSION AS OF 'b')"
             )
+        files = files_read_by_path(query)
+        if files:
+            raise UnsupportedQueryError(
+                f"dynamic table {name} reads files by their path ({files[0]}); it reads "
+                "tables, whose commits say what changed: create an Iceberg table from "
+                f"the files first (CREATE TABLE t AS SELECT * FROM {files[0]})"
+            )
         sources = source_tables(query, self.lh.qualify)
         if name in sources:
             raise UnsupportedQueryError(f"dynamic table {name} cannot read itself")
@@ -260,6 +268,12 @@ class Commands:
         for source in sources:
             table = load_table(self.spark, source)
             if table is None:
+                if self._is_view(source):
+                    raise UnsupportedQueryError(
+                        f"source {source.parts[-1]} is a view; a dynamic table reads tables, "
+                        "whose commits say what changed: read the view's tables in the "
+                        "query, or make the view a dynamic table of its own"
+                    )
                 raise TableNotFoundError(
                     f"source table {source} not found (or not an Iceberg table); create it before the dynamic table"
                 )
@@ -284,6 +298,17 @@ class Commands:
             pinned[str(source)] = version
             counts.append(table.total_records())
         return pinned, rows_together(counts)
+
+    def _is_view(self, source: TableName) -> bool:
+        """A name Spark resolves where no table is: a temporary view (unqualified) or a
+        view in the catalog."""
+        here = source.parts[:-1] == self.lh.qualify(source.table).parts[:-1]
+        name = source.table if here else source.sql()
+        try:
+            found = self.spark.catalog.getTable(name)
+        except Exception:  # noqa: BLE001 - not found: only the message depends on it
+            return False
+        return found.isTemporary or str(found.tableType).upper() == "VIEW"
 
     def _refuse_names_told_apart_by_case(self, name: TableName, sources: list[TableName]) -> None:
         """Dynamic tables resolve column names as Spark does by default, whatever their

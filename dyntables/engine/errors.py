@@ -43,8 +43,20 @@ def translate(exc: BaseException, statement: str = "") -> DynTablesError:
     if error_class in _EXISTS:
         return TableExistsError(f"{message}; drop it first or use another name")
     if isinstance(exc, AnalysisException):
-        return AnalysisError(f"{message} in: {snippet}")
+        return AnalysisError(f"{message} in: {snippet}{hint(exc)}")
     return ExecutionError(f"{message} in: {snippet}" if snippet else message)
+
+
+def hint(exc: BaseException) -> str:
+    """What to do, where Spark's message leaves it open ("" when it does not)."""
+    if _error_class(exc) == "UNRESOLVED_ROUTINE":
+        # a dynamic table over a Python UDF, refreshed by the scheduler in another process
+        return (
+            "; a temporary function (spark.udf.register, CREATE TEMPORARY FUNCTION) is "
+            "known only to the session that registered it: register it in the session "
+            "that runs the statement or the refresh (the scheduler's too)"
+        )
+    return ""
 
 
 def spark_message(exc: BaseException) -> str:

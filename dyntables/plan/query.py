@@ -451,6 +451,16 @@ def names_beyond_tables(query: exp.Expr) -> list[str]:
     return [t.sql("spark") for t in query.find_all(exp.Table) if isinstance(t.this, exp.Dot)]
 
 
+def files_read_by_path(query: exp.Expr) -> list[str]:
+    """Relations that are files named by their path (``parquet.`/data/x```): no commit
+    says what changed in them. A table's own name holds no '/'."""
+    return [
+        t.sql("spark")
+        for t in query.find_all(exp.Table)
+        if isinstance(t.this, exp.Identifier) and ("/" in t.name or ":" in t.name)
+    ]
+
+
 def scoped_names(query: exp.Query, qualify: Qualifier) -> exp.Query:
     """A copy of ``query`` in which every name means the same wherever it is moved:
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from dyntables.catalog.definition import DynamicTableDef, RefreshState, SourceVersion
 from dyntables.catalog.iceberg import IcebergTable, load_table
+from dyntables.engine.errors import hint
 from dyntables.engine.metrics import input_rows
 from dyntables.errors import DynTablesError, RefreshConflictError, RefreshFailedError
 from dyntables.refresh import faults
@@ -249,7 +250,7 @@ class Refresher:
                 if isinstance(exc, DynTablesError)
                 else f"{type(exc).__name__}: {exc}"
             )
-            message = " ".join(message.split())[:2000]
+            message = " ".join(message.split())[:2000] + hint(exc)
             outcome = RefreshOutcome(
                 str(dt.name),
                 FAILED,

@@ -972,3 +972,40 @@ def test_use_moves_where_a_dynamic_tables_names_resolve(
     finally:
         lh.sql("USE lakehouse.public")
     assert lh.namespace == "public"
+
+
+def test_files_by_path_and_views_are_refused_naming_them(lh: Lakehouse, unique) -> None:
+    """A Spark SQL error about '/', or 'not found' for a view the user can query,
+    named nothing the user wrote wrong."""
+    with pytest.raises(UnsupportedQueryError, match="reads files by their path"):
+        lh.sql(f"CREATE DYNAMIC TABLE {unique('dt')} AS SELECT * FROM parquet.`/tmp/x.parquet`")
+    view = unique("view")
+    lh.spark.range(3).createOrReplaceTempView(view)
+    try:
+        with pytest.raises(UnsupportedQueryError, match=f"source {view} is a view"):
+            lh.sql(f"CREATE DYNAMIC TABLE {unique('dt')} AS SELECT id FROM {view}")
+    finally:
+        lh.spark.catalog.dropTempView(view)
+    with pytest.raises(TableNotFoundError, match="not found"):
+        lh.sql(f"CREATE DYNAMIC TABLE {unique('dt')} AS SELECT id FROM {view}")
+
+
+def test_a_temporary_function_missing_at_refresh_says_where_it_lives(lh: Lakehouse, unique) -> None:
+    """A dynamic table over a Python UDF, refreshed by a scheduler in another process:
+    Spark says only UNRESOLVED_ROUTINE."""
+    src, dt = unique("src"), unique("dt")
+    lh.spark.udf.register("plus_one", lambda x: x + 1, "int")
+    try:
+        lh.sql(
+            f"""
+            CREATE TABLE {src} (k INT); INSERT INTO {src} VALUES (1);
+            CREATE DYNAMIC TABLE {dt} AS SELECT k, plus_one(k) AS k1 FROM {src}
+            """
+        )
+        assert rows(lh.sql(f"SELECT * FROM {dt}")) == [(1, 2)]
+    finally:
+        lh.spark.sql("DROP TEMPORARY FUNCTION IF EXISTS plus_one")
+    lh.sql(f"INSERT INTO {src} VALUES (2)")
+    with pytest.raises(DynTablesError, match="known only to the session that registered it"):
+        lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [(1, 2)]
