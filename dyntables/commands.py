@@ -496,7 +496,7 @@ class Commands:
         table, dt = self.registry.load(stmt.name)
         if table is None or dt is None:
             dt = self.registry.get(stmt.name)  # raises the right "not found" / "not dynamic" error
-        out = self.registry.refresher.refresh(dt, MANUAL, table=table)
+        out = self.registry.refresher.refresh(dt, MANUAL, table=table, force_full=stmt.full)
         return rows_frame(
             self.spark,
             "name string, state string, refresh_mode string, rows_inserted bigint, rows_deleted bigint, "

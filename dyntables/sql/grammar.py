@@ -115,7 +115,8 @@ def _was_or_replace(ts: TokenStream) -> bool:
 
 @statement("REFRESH DYNAMIC TABLE")
 def _refresh(ts: TokenStream) -> Statement:
-    return RefreshDynamicTable(text=ts.text, name=ts.name())
+    name = ts.name()
+    return RefreshDynamicTable(text=ts.text, name=name, full=ts.accept("FULL"))
 
 
 @statement("SHOW DYNAMIC TABLE REFRESH HISTORY", "SHOW DYNAMIC TABLES REFRESH HISTORY")

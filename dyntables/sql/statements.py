@@ -43,6 +43,7 @@ class CreateDynamicTable(Statement):
 @dataclass(frozen=True)
 class RefreshDynamicTable(Statement):
     name: TableName
+    full: bool = False  # REFRESH ... FULL: recompute whatever changed (history: FORCED_FULL)
 
 
 @dataclass(frozen=True)

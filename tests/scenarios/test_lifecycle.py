@@ -411,6 +411,20 @@ def test_alter_suspend_resume_and_interval(lh: Lakehouse, pipeline) -> None:
     )
 
 
+def test_refresh_full_recomputes_on_request(lh: Lakehouse, pipeline) -> None:
+    """A user who suspects the table (or changed a UDF it calls) asks for a recompute;
+    with no source change a plain REFRESH says NO_DATA."""
+    src, dt = pipeline
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "NO_DATA"
+    forced = lh.sql(f"REFRESH DYNAMIC TABLE {dt} FULL").first()
+    assert (forced.refresh_mode, forced.rows_inserted) == ("FULL", 2)
+    latest = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
+    assert json.loads(latest.stats)["full_reason"] == "FORCED_FULL"
+    lh.sql(f"INSERT INTO {src} VALUES ('c', 1)")
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+    assert_oracle(lh, dt)
+
+
 def test_show_and_describe(lh: Lakehouse, pipeline) -> None:
     src, dt = pipeline
     shown = lh.sql(f"SHOW DYNAMIC TABLES LIKE '{dt}'").first()

@@ -108,6 +108,7 @@ def test_other_dynamic_table_statements() -> None:
     assert parse_statement("REFRESH DYNAMIC TABLE a.b") == RefreshDynamicTable(
         text="REFRESH DYNAMIC TABLE a.b", name=TableName(("a", "b"))
     )
+    assert parse_statement("refresh dynamic table full full").full  # a table named full
     show = parse_statement("SHOW DYNAMIC TABLES LIKE 'dws%'")
     assert isinstance(show, ShowDynamicTables) and show.like == "dws%"
     hist = parse_statement(
