@@ -518,7 +518,7 @@ class Commands:
     def show_tables(self, stmt: ShowDynamicTables) -> DataFrame:
         rows = []
         now = now_ms()
-        for dt in self.registry.all(self.lh.namespace):
+        for dt in self.registry.all(self._shown_namespace(stmt.namespace)):
             if stmt.like and not _like(dt.table, stmt.like):
                 continue
             table = load_table(self.spark, dt.name)
@@ -604,6 +604,25 @@ class Commands:
             first = chain[0].timestamp_ms if chain else (table.current_snapshot().timestamp_ms)  # type: ignore[union-attr]
             oldest = first if oldest is None else min(oldest, first)
         return 0.0 if oldest is None else round(max(0, now - oldest) / 1000, 3)
+
+    def _shown_namespace(self, name: TableName | None) -> str:
+        """SHOW ... IN [catalog.]namespace: within this Lakehouse's catalog, which the
+        registry reads."""
+        if name is None:
+            return self.lh.namespace
+        parts = name.parts
+        if len(parts) > 2 or (len(parts) == 2 and parts[0] != self.lh.catalog):
+            raise InvalidOptionError(
+                f"SHOW DYNAMIC TABLES IN {name}: name a namespace of catalog "
+                f"{self.lh.catalog} (ns or {self.lh.catalog}.ns)"
+            )
+        namespace = parts[-1]
+        if not self.spark.catalog.databaseExists(f"{self.lh.catalog}.{namespace}"):
+            raise TableNotFoundError(
+                f"namespace {self.lh.catalog}.{namespace} not found; "
+                f"check the name with SHOW NAMESPACES IN {self.lh.catalog}"
+            )
+        return namespace
 
     def describe(self, stmt: DescribeDynamicTable) -> DataFrame:
         dt = self.registry.get(stmt.name)

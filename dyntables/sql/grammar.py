@@ -142,8 +142,9 @@ def _history(ts: TokenStream) -> Statement:
 
 @statement("SHOW DYNAMIC TABLES")
 def _show(ts: TokenStream) -> Statement:
+    namespace = ts.name() if ts.accept("IN") or ts.accept("FROM") else None
     like = ts.string() if ts.accept("LIKE") else None
-    return ShowDynamicTables(text=ts.text, like=like)
+    return ShowDynamicTables(text=ts.text, like=like, namespace=namespace)
 
 
 @statement("DESCRIBE DYNAMIC TABLE", "DESC DYNAMIC TABLE")

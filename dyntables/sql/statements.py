@@ -49,6 +49,7 @@ class RefreshDynamicTable(Statement):
 @dataclass(frozen=True)
 class ShowDynamicTables(Statement):
     like: str | None = None
+    namespace: TableName | None = None  # IN / FROM [catalog.]namespace; None: the current
 
 
 @dataclass(frozen=True)

@@ -425,6 +425,26 @@ def test_refresh_full_recomputes_on_request(lh: Lakehouse, pipeline) -> None:
     assert_oracle(lh, dt)
 
 
+def test_show_dynamic_tables_in_another_namespace(lh: Lakehouse, unique) -> None:
+    """Layers often live in namespaces of their own (ods, dwd, dws): listing one took
+    a USE first."""
+    ns = unique("layer")
+    lh.sql(
+        f"""
+        CREATE NAMESPACE {ns}; CREATE TABLE {ns}.src (k INT);
+        CREATE DYNAMIC TABLE {ns}.dt AS SELECT k FROM {ns}.src
+        """
+    )
+    shown = lh.sql(f"SHOW DYNAMIC TABLES IN {ns}").collect()
+    assert [(r.name, r.schema_name) for r in shown] == [("dt", ns)]
+    assert lh.sql(f"SHOW DYNAMIC TABLES FROM {lh.catalog}.{ns} LIKE 'x%'").count() == 0
+    assert "dt" not in {r.name for r in lh.sql("SHOW DYNAMIC TABLES").collect()}
+    with pytest.raises(TableNotFoundError, match=f"namespace {lh.catalog}.{ns}_none not found"):
+        lh.sql(f"SHOW DYNAMIC TABLES IN {ns}_none")
+    with pytest.raises(InvalidOptionError, match="name a namespace of catalog"):
+        lh.sql(f"SHOW DYNAMIC TABLES IN other_catalog.{ns}")
+
+
 def test_show_and_describe(lh: Lakehouse, pipeline) -> None:
     src, dt = pipeline
     shown = lh.sql(f"SHOW DYNAMIC TABLES LIKE '{dt}'").first()

@@ -111,6 +111,9 @@ def test_other_dynamic_table_statements() -> None:
     assert parse_statement("refresh dynamic table full full").full  # a table named full
     show = parse_statement("SHOW DYNAMIC TABLES LIKE 'dws%'")
     assert isinstance(show, ShowDynamicTables) and show.like == "dws%"
+    show = parse_statement("SHOW DYNAMIC TABLES IN lakehouse.dws LIKE 'a%'")
+    assert isinstance(show, ShowDynamicTables) and show.like == "a%"
+    assert show.namespace == TableName(("lakehouse", "dws"))
     hist = parse_statement(
         "SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = 'my_dy' AND state <> 'x' LIMIT 10"
     )
