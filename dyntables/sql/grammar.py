@@ -93,7 +93,10 @@ def _create(ts: TokenStream) -> Statement:
         elif ts.accept("PROPERTIES") or ts.accept("TBLPROPERTIES"):
             opts["properties"] = tuple(_properties(ts))
         else:
-            raise ts.error("unknown dynamic table option")
+            raise ts.error(
+                "unknown dynamic table option (expected PARTITIONED BY, COMMENT, REFRESH"
+                " INTERVAL n unit, REFRESH_MODE, VCLUSTER, PROPERTIES or AS <select>)"
+            )
     ts.expect("AS")
     query = ts.rest()
     if not query:
