@@ -201,7 +201,8 @@ class Commands:
         sources = source_tables(query, self.lh.qualify)
         if name in sources:
             raise UnsupportedQueryError(f"dynamic table {name} cannot read itself")
-        pinned, source_rows = self._pin(sources, refs_read(query, self.lh.qualify))
+        bare = {t.name.lower() for t in query.find_all(exp.Table) if not t.args.get("db")}
+        pinned, source_rows = self._pin(sources, refs_read(query, self.lh.qualify), bare)
         self._refuse_names_told_apart_by_case(name, sources)
         retention = self._retention_at_create(stmt, name)
         dt = DynamicTableDef(
@@ -258,17 +259,21 @@ class Commands:
         return self._ok()
 
     def _pin(
-        self, sources: list[TableName], refs: Mapping[TableName, frozenset[str]]
+        self,
+        sources: list[TableName],
+        refs: Mapping[TableName, frozenset[str]],
+        bare: frozenset[str] | set[str] = frozenset(),
     ) -> tuple[dict[str, SourceVersion], int | None]:
         """The sources' current snapshots (and those of the branches and tags the query
-        reads by name), and the rows they hold together (None when a snapshot does not
+        reads by name; ``bare``: the names it reads unqualified, which may be temporary
+        views), and the rows they hold together (None when a snapshot does not
         say)."""
         pinned: dict[str, SourceVersion] = {}
         counts: list[int | None] = []
         for source in sources:
             table = load_table(self.spark, source)
             if table is None:
-                if self._is_view(source):
+                if self._is_view(source, source.table.lower() in bare):
                     raise UnsupportedQueryError(
                         f"source {source.parts[-1]} is a view; a dynamic table reads tables, "
                         "whose commits say what changed: read the view's tables in the "
@@ -299,16 +304,20 @@ class Commands:
             counts.append(table.total_records())
         return pinned, rows_together(counts)
 
-    def _is_view(self, source: TableName) -> bool:
-        """A name Spark resolves where no table is: a temporary view (unqualified) or a
-        view in the catalog."""
+    def _is_view(self, source: TableName, written_bare: bool) -> bool:
+        """A name Spark resolves to a view where no table is: a temporary view (read by
+        a one-part name, as Spark resolves it only then) or a view in the catalog."""
         here = source.parts[:-1] == self.lh.qualify(source.table).parts[:-1]
-        name = source.table if here else source.sql()
-        try:
-            found = self.spark.catalog.getTable(name)
-        except Exception:  # noqa: BLE001 - not found: only the message depends on it
-            return False
-        return found.isTemporary or str(found.tableType).upper() == "VIEW"
+        for name, temporary_too in ((source.table, True), (source.sql(), False)):
+            if name == source.table and not (written_bare and here):
+                continue
+            try:
+                found = self.spark.catalog.getTable(name)
+            except Exception:  # noqa: BLE001 - not found: only the message depends on it
+                continue
+            if (temporary_too and found.isTemporary) or str(found.tableType).upper() == "VIEW":
+                return True
+        return False
 
     def _refuse_names_told_apart_by_case(self, name: TableName, sources: list[TableName]) -> None:
         """Dynamic tables resolve column names as Spark does by default, whatever their
@@ -606,21 +615,22 @@ class Commands:
         return 0.0 if oldest is None else round(max(0, now - oldest) / 1000, 3)
 
     def _shown_namespace(self, name: TableName | None) -> str:
-        """SHOW ... IN [catalog.]namespace: within this Lakehouse's catalog, which the
-        registry reads."""
+        """SHOW ... IN [catalog.]namespace: within the catalog the registry reads (the
+        Lakehouse's, whatever a USE moved to)."""
         if name is None:
             return self.lh.namespace
+        catalog = self.registry.catalog
         parts = name.parts
-        if len(parts) > 2 or (len(parts) == 2 and parts[0] != self.lh.catalog):
+        if len(parts) > 2 or (len(parts) == 2 and parts[0] != catalog):
             raise InvalidOptionError(
                 f"SHOW DYNAMIC TABLES IN {name}: name a namespace of catalog "
-                f"{self.lh.catalog} (ns or {self.lh.catalog}.ns)"
+                f"{catalog} (ns or {catalog}.ns)"
             )
         namespace = parts[-1]
-        if not self.spark.catalog.databaseExists(f"{self.lh.catalog}.{namespace}"):
+        if not self.spark.catalog.databaseExists(TableName((catalog, namespace)).sql()):
             raise TableNotFoundError(
-                f"namespace {self.lh.catalog}.{namespace} not found; "
-                f"check the name with SHOW NAMESPACES IN {self.lh.catalog}"
+                f"namespace {catalog}.{namespace} not found; "
+                f"check the name with SHOW NAMESPACES IN {catalog}"
             )
         return namespace
 

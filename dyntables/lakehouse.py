@@ -178,7 +178,7 @@ class Lakehouse:
 def _check_catalog(spark: SparkSession, catalog: str) -> None:
     """A name no catalog is configured under: Spark read `nosuch`.`public` as a database
     name and said "_LEGACY_ERROR_TEMP_1055: The database name is not valid"."""
-    if catalog == "spark_catalog" or spark.conf.get(f"spark.sql.catalog.{catalog}", None):
+    if catalog.lower() == "spark_catalog" or spark.conf.get(f"spark.sql.catalog.{catalog}", None):
         return
     raise ConfigError(
         f"catalog {catalog} is not configured on this Spark session; set "

@@ -43,18 +43,22 @@ def translate(exc: BaseException, statement: str = "") -> DynTablesError:
     if error_class in _EXISTS:
         return TableExistsError(f"{message}; drop it first or use another name")
     if isinstance(exc, AnalysisException):
-        return AnalysisError(f"{message} in: {snippet}{hint(exc)}")
+        return AnalysisError(f"{message} in: {snippet}")
     return ExecutionError(f"{message} in: {snippet}" if snippet else message)
 
 
-def hint(exc: BaseException) -> str:
-    """What to do, where Spark's message leaves it open ("" when it does not)."""
+def refresh_hint(exc: BaseException) -> str:
+    """What to do, where Spark's message about a failed refresh leaves it open ("" when
+    it does not). A function the refreshing session does not know is most often a
+    Python UDF registered in the session that created the table, refreshed by a
+    scheduler in another process."""
     if _error_class(exc) == "UNRESOLVED_ROUTINE":
-        # a dynamic table over a Python UDF, refreshed by the scheduler in another process
+        match = re.search(r"function `?([^`\s]+)`?", str(exc))
+        name = match.group(1) if match else "it"
         return (
-            "; a temporary function (spark.udf.register, CREATE TEMPORARY FUNCTION) is "
-            "known only to the session that registered it: register it in the session "
-            "that runs the statement or the refresh (the scheduler's too)"
+            f"; if {name} is a temporary function (spark.udf.register, CREATE TEMPORARY "
+            "FUNCTION), it is known only to the session that registered it: register it "
+            "in the session that refreshes (the scheduler's too)"
         )
     return ""
 

@@ -453,11 +453,15 @@ def names_beyond_tables(query: exp.Expr) -> list[str]:
 
 def files_read_by_path(query: exp.Expr) -> list[str]:
     """Relations that are files named by their path (``parquet.`/data/x```): no commit
-    says what changed in them. A table's own name holds no '/'."""
+    says what changed in them. Spark reads a path only after a format, so a CTE or a
+    view named `x/y` is not one."""
     return [
         t.sql("spark")
         for t in query.find_all(exp.Table)
-        if isinstance(t.this, exp.Identifier) and ("/" in t.name or ":" in t.name)
+        if isinstance(t.this, exp.Identifier)
+        and t.args.get("db") is not None
+        and not t.args.get("catalog")
+        and ("/" in t.name or ":" in t.name)
     ]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dyntables.catalog.definition import DynamicTableDef, SourceVersion
 from dyntables.catalog.iceberg import load_table
@@ -56,6 +56,30 @@ def refs_of(dt: DynamicTableDef) -> dict[TableName, frozenset[str]]:
     if not _AS_OF.search(dt.query):
         return {}
     return refs_read(parse_query(dt.query), qualifier(dt))
+
+
+def current_sources(
+    spark: Any, dt: DynamicTableDef
+) -> tuple[dict[str, SourceVersion], list[str], int | None]:
+    """The sources' current snapshots, the sources that are gone (a table, or a branch
+    or tag the query reads VERSION AS OF), and the rows the sources hold together (None
+    when a snapshot does not say). A refresh with one gone records NO_DATA."""
+    from dyntables.refresh.sessions import rows_together
+
+    pinned: dict[str, SourceVersion] = {}
+    missing: list[str] = []
+    counts: list[int | None] = []
+    refs = refs_of(dt)
+    for source in dt.sources:
+        table = load_table(spark, source)
+        if table is None:
+            missing.append(str(source))
+            continue
+        version = table.version(refs.get(source, ()))
+        missing += [f"{source} VERSION AS OF '{ref}'" for ref, snap in version.refs if snap is None]
+        pinned[str(source)] = version
+        counts.append(table.total_records())
+    return pinned, missing, rows_together(counts)
 
 
 def pinned_query_sql(dt: DynamicTableDef, pinned: dict[str, SourceVersion]) -> str:

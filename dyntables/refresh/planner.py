@@ -55,6 +55,7 @@ from dyntables.refresh.compiled import aggregate_nodes, state_keys
 from dyntables.refresh.estimate import ReadEstimate, RecomputeCheaper
 from dyntables.refresh.full import (
     check_columns,
+    current_sources,
     full_refresh,
     no_longer_resolves,
     pinned_query_sql,
@@ -300,16 +301,16 @@ class Planner:
         return INCREMENTAL, "every operator has a delta rule"
 
     def missing_source(self, dt: DynamicTableDef) -> str | None:
-        """Why a refresh now reads nothing: a source is gone (the runner then records
-        NO_DATA and keeps the rows). Without this, DESCRIBE and EXPLAIN said
-        UNKNOWN_SOURCE, a compiler's word for a table it was never told about."""
-        for source in dt.sources:
-            if load_table(self.registry.spark, source) is None:
-                return (
-                    f"SOURCE_MISSING: source {source} is not found; refreshes record NO_DATA "
-                    "and keep the current rows until it is created again"
-                )
-        return None
+        """Why a refresh now reads nothing: a source, or a branch or tag it reads, is gone
+        (the runner then records NO_DATA and keeps the rows). Without this, DESCRIBE and
+        EXPLAIN said UNKNOWN_SOURCE, a compiler's word for a table it was never told of."""
+        _, missing, _ = current_sources(self.registry.spark, dt)
+        if not missing:
+            return None
+        return (
+            f"SOURCE_MISSING: source {missing[0]} is not found; refreshes record NO_DATA "
+            "and keep the current rows until it is created again"
+        )
 
     def explain_lines(self, dt: DynamicTableDef) -> list[tuple[str, str]]:
         from dyntables.refresh.explain import explain

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from dyntables.catalog.definition import DynamicTableDef, RefreshState, SourceVersion
 from dyntables.catalog.iceberg import IcebergTable, load_table
-from dyntables.engine.errors import hint
+from dyntables.engine.errors import refresh_hint
 from dyntables.engine.metrics import input_rows
 from dyntables.errors import DynTablesError, RefreshConflictError, RefreshFailedError
 from dyntables.refresh import faults
+from dyntables.refresh.full import current_sources
 from dyntables.refresh.history import (
     FAILED,
     FULL,
@@ -250,7 +251,7 @@ class Refresher:
                 if isinstance(exc, DynTablesError)
                 else f"{type(exc).__name__}: {exc}"
             )
-            message = " ".join(message.split())[:2000] + hint(exc)
+            message = " ".join(message.split())[:2000] + refresh_hint(exc)
             outcome = RefreshOutcome(
                 str(dt.name),
                 FAILED,
@@ -340,26 +341,7 @@ class Refresher:
     def _pin_sources(
         self, dt: DynamicTableDef
     ) -> tuple[dict[str, SourceVersion], list[str], int | None]:
-        """The sources' current snapshots, the sources that are gone, and the rows the
-        sources hold together (None when a snapshot does not say)."""
-        from dyntables.refresh.full import refs_of
-
-        pinned: dict[str, SourceVersion] = {}
-        missing: list[str] = []
-        counts: list[int | None] = []
-        refs = refs_of(dt)
-        for source in dt.sources:
-            table = load_table(self.spark, source)
-            if table is None:
-                missing.append(str(source))
-                continue
-            version = table.version(refs.get(source, ()))
-            missing += [
-                f"{source} VERSION AS OF '{ref}'" for ref, snap in version.refs if snap is None
-            ]
-            pinned[str(source)] = version
-            counts.append(table.total_records())
-        return pinned, missing, rows_together(counts)
+        return current_sources(self.spark, dt)
 
     def _child_session(self, job_id: str, dt: DynamicTableDef, rows: int | None) -> Any:
         """A session of its own: spark.wap.id stages only this refresh's writes, and the

@@ -127,8 +127,17 @@ def result_settings(spark: Any) -> dict[str, str]:
     defaults = _defaults(spark, others)
     # set to what it is anyway: recording it would only make a CREATE OR REPLACE from a
     # session without it rebuild the table (a refresh unsets it, which is the same)
-    recorded.update((k, v) for k, v in others.items() if v != defaults.get(k))
+    recorded.update((k, v) for k, v in others.items() if not _same(v, defaults.get(k)))
     return dict(sorted(recorded.items()))
+
+
+def _same(value: str, default: str | None) -> bool:
+    """Spark reads booleans whatever their case (TRUE is true)."""
+    if default is None:
+        return False
+    if default.lower() in ("true", "false"):
+        return value.strip().lower() == default.lower()
+    return value == default
 
 
 def _defaults(spark: Any, keys: Iterable[str]) -> dict[str, str]:

@@ -94,6 +94,8 @@ class NoDataFolded:
 
     def __call__(self, event: SchedulerEvent) -> None:
         if event.kind != REFRESHED or event.mode != NO_DATA or event.message:
+            if self._count and event.time - self._since >= self._every:
+                self.flush(event.time)  # not held back by tables that had work
             self._inner(event)
             return
         if not self._count:

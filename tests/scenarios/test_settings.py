@@ -173,7 +173,7 @@ def test_a_setting_set_to_its_default_is_not_recorded(lh: Lakehouse, unique) -> 
     src, dt = unique("src"), unique("dt")
     query = f"SELECT k, size(v) AS n FROM {src}"
     lh.sql(f"CREATE TABLE {src} (k INT, v ARRAY<INT>); INSERT INTO {src} VALUES (1, NULL)")
-    with session_settings(lh, {"spark.sql.legacy.sizeOfNull": "true"}):
+    with session_settings(lh, {"spark.sql.legacy.sizeOfNull": "TRUE"}):  # any case
         lh.sql(f"CREATE DYNAMIC TABLE {dt} AS {query}")
     recorded = lh.commands.registry.get(lh.qualify(dt)).settings
     assert "spark.sql.legacy.sizeOfNull" not in recorded

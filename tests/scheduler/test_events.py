@@ -44,6 +44,17 @@ def test_refreshes_that_did_something_or_say_something_pass_at_once() -> None:
     assert seen[-1].message == "1 NO_DATA refresh of 1 table in 4s: nothing new in their sources"
 
 
+def test_the_count_is_not_held_back_by_refreshes_that_did_something() -> None:
+    seen: list[ev.SchedulerEvent] = []
+    folded = ev.NoDataFolded(seen.append, every=60.0)
+    folded(_refreshed("quiet", 0.0))
+    busy = [_refreshed("busy", float(t), mode="INCREMENTAL") for t in (30, 61)]
+    for event in busy:
+        folded(event)
+    assert [e.kind for e in seen] == [ev.REFRESHED, ev.INFO, ev.REFRESHED]
+    assert seen[1].message and seen[1].message.startswith("1 NO_DATA refresh of 1 table in 61s")
+
+
 def test_a_refresh_line_says_why_when_there_is_a_reason() -> None:
     line = ev.format_event(_refreshed("cat.ns.t", 0.0, mode="FULL", message="SOURCE_REPLACED"))
     assert line.endswith("FULL  +0/-0 rows  0.02s  lag -  (SOURCE_REPLACED)")
