@@ -121,9 +121,9 @@ def explain(planner: Planner, dt: DynamicTableDef) -> list[tuple[str, str]]:
         ("dynamic table", str(dt.name)),
         ("requested mode", dt.refresh_mode),
     ]
-    missing = planner.missing_source(dt)
-    if missing is not None:
-        return [*rows, ("decision", "NO_DATA"), ("reason", missing)]
+    decided = planner.sources_now(dt)
+    if decided is not None:
+        return [*rows, ("decision", decided[0]), ("reason", decided[1])]
     if dt.refresh_mode == "FULL":
         rows += [
             ("decision", "FULL"),

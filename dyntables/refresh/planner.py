@@ -50,7 +50,7 @@ from dyntables.ivm.sqlb import W
 from dyntables.plan.build import Plan, build_plan
 from dyntables.plan.not_incremental import NotIncremental
 from dyntables.plan.ops import scans
-from dyntables.refresh.changes import NONE, Capture, plan_capture
+from dyntables.refresh.changes import NONE, SOURCE_REPLACED, Capture, plan_capture
 from dyntables.refresh.compiled import aggregate_nodes, state_keys
 from dyntables.refresh.estimate import ReadEstimate, RecomputeCheaper
 from dyntables.refresh.full import (
@@ -287,9 +287,9 @@ class Planner:
     # -- what the user sees before a refresh (EXPLAIN / DESCRIBE / CREATE checks) ----------
     def describe(self, dt: DynamicTableDef, compiled: Compiled | None = None) -> tuple[str, str]:
         """The mode a refresh with a change will run, and why (``compiled``: already done)."""
-        missing = self.missing_source(dt)
-        if missing is not None:
-            return NO_DATA, missing
+        decided = self.sources_now(dt)
+        if decided is not None:
+            return decided
         if dt.refresh_mode == "FULL":
             return FULL, REQUESTED_FULL
         compiled = compiled or self.compile(dt)
@@ -300,17 +300,28 @@ class Planner:
             return FULL, WINDOW_OVER_ALL_ROWS_DETAIL
         return INCREMENTAL, "every operator has a delta rule"
 
-    def missing_source(self, dt: DynamicTableDef) -> str | None:
-        """Why a refresh now reads nothing: a source, or a branch or tag it reads, is gone
-        (the runner then records NO_DATA and keeps the rows). Without this, DESCRIBE and
-        EXPLAIN said UNKNOWN_SOURCE, a compiler's word for a table it was never told of."""
-        _, missing, _ = current_sources(self.registry.spark, dt)
-        if not missing:
-            return None
-        return (
-            f"SOURCE_MISSING: source {missing[0]} is not found; refreshes record NO_DATA "
-            "and keep the current rows until it is created again"
-        )
+    def sources_now(self, dt: DynamicTableDef) -> tuple[str, str] | None:
+        """What the sources alone decide for the next refresh, whatever the query: NO_DATA
+        when a source, or a branch or tag it reads, is gone (the runner keeps the rows);
+        FULL when one was dropped and created again since the last refresh. Without
+        this, DESCRIBE and EXPLAIN said UNKNOWN_SOURCE, or INCREMENTAL."""
+        spark = self.registry.spark
+        pinned, missing, _ = current_sources(spark, dt)
+        if missing:
+            return NO_DATA, (
+                f"SOURCE_MISSING: source {missing[0]} is not found; refreshes record "
+                "NO_DATA and keep the current rows until it is created again"
+            )
+        table = load_table(spark, dt.name)
+        state = RefreshState.from_properties(table.properties()) if table is not None else None
+        for name, version in pinned.items():
+            recorded = state.sources.get(name) if state is not None else None
+            if recorded is not None and recorded.uuid != version.uuid:
+                return FULL, (
+                    f"{SOURCE_REPLACED}: source {name} was dropped and created again since "
+                    "the last refresh; the next refresh recomputes the table"
+                )
+        return None
 
     def explain_lines(self, dt: DynamicTableDef) -> list[tuple[str, str]]:
         from dyntables.refresh.explain import explain

@@ -359,10 +359,12 @@ def test_dropped_upstream_records_no_data_keeps_data_and_resumes(lh: Lakehouse, 
     assert ("decision", "NO_DATA") in _explained(lh, dt)
     assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("a", 3), ("b", 5)]
     lh.sql(f"CREATE TABLE {src} (k STRING, v INT); INSERT INTO {src} VALUES ('z', 9)")
+    # a new table: its history does not continue the old one, as DESCRIBE says first
+    described = {r.col_name: r for r in lh.sql(f"DESC DYNAMIC TABLE {dt}").collect()}
+    effective = described["Effective refresh mode"]
+    assert effective.data_type == "FULL" and effective.comment.startswith("SOURCE_REPLACED")
     refreshed = lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first()
-    assert (
-        refreshed.refresh_mode == "FULL"
-    )  # a new table: its history does not continue the old one
+    assert refreshed.refresh_mode == "FULL"
     assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("z", 9)]
     latest = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
     assert json.loads(latest.stats)["full_reason"] == "SOURCE_REPLACED"
