@@ -172,12 +172,14 @@ def _undrop(ts: TokenStream) -> Statement:
 @statement("ALTER DYNAMIC TABLE")
 def _alter(ts: TokenStream) -> Statement:
     name = ts.name()
+    if ts.accept("REFRESH"):  # Snowflake's spelling of a manual refresh
+        return RefreshDynamicTable(text=ts.text, name=name, full=ts.accept("FULL"))
     if ts.accept("SUSPEND"):
         return AlterDynamicTable(text=ts.text, name=name, action="SUSPEND")
     if ts.accept("RESUME"):
         return AlterDynamicTable(text=ts.text, name=name, action="RESUME")
     if not ts.accept("SET"):
-        raise ts.error("expected SUSPEND, RESUME or SET")
+        raise ts.error("expected SUSPEND, RESUME, REFRESH or SET")
     if ts.accept("REFRESH_MODE"):
         ts.accept_punct(TokenType.EQ)
         return AlterDynamicTable(

@@ -109,6 +109,9 @@ def test_other_dynamic_table_statements() -> None:
         text="REFRESH DYNAMIC TABLE a.b", name=TableName(("a", "b"))
     )
     assert parse_statement("refresh dynamic table full full").full  # a table named full
+    assert parse_statement("ALTER DYNAMIC TABLE a.b REFRESH") == RefreshDynamicTable(
+        text="ALTER DYNAMIC TABLE a.b REFRESH", name=TableName(("a", "b"))
+    )
     show = parse_statement("SHOW DYNAMIC TABLES LIKE 'dws%'")
     assert isinstance(show, ShowDynamicTables) and show.like == "dws%"
     show = parse_statement("SHOW DYNAMIC TABLES IN lakehouse.dws LIKE 'a%'")
