@@ -308,9 +308,8 @@ class Commands:
         """A name Spark resolves to a view where no table is: a temporary view (read by
         a one-part name, as Spark resolves it only then) or a view in the catalog."""
         here = source.parts[:-1] == self.lh.qualify(source.table).parts[:-1]
-        for name, temporary_too in ((source.table, True), (source.sql(), False)):
-            if name == source.table and not (written_bare and here):
-                continue
+        names = [(source.table, True)] if written_bare and here else []
+        for name, temporary_too in [*names, (source.sql(), False)]:
             try:
                 found = self.spark.catalog.getTable(name)
             except Exception:  # noqa: BLE001 - not found: only the message depends on it
