@@ -467,6 +467,27 @@ def test_show_dynamic_tables_in_another_namespace(lh: Lakehouse, unique) -> None
     assert lh.sql(f"SHOW DYNAMIC TABLES IN {odd}").count() == 0
 
 
+def test_show_in_names_the_catalog_of_the_dynamic_tables_after_a_use(
+    lh: Lakehouse, unique, tmp_path
+) -> None:
+    """After USE of another catalog, SHOW ... IN checked that catalog but listed the
+    Lakehouse's (helper-18)."""
+    ns, home = unique("layer"), lh.catalog
+    lh.sql(f"CREATE NAMESPACE {ns}; CREATE TABLE {ns}.src (k INT)")
+    lh.sql(f"CREATE DYNAMIC TABLE {ns}.dt AS SELECT k FROM {ns}.src")
+    lh.spark.conf.set("spark.sql.catalog.elsewhere", "org.apache.iceberg.spark.SparkCatalog")
+    lh.spark.conf.set("spark.sql.catalog.elsewhere.type", "hadoop")
+    lh.spark.conf.set("spark.sql.catalog.elsewhere.warehouse", str(tmp_path))
+    lh.sql(f"CREATE NAMESPACE elsewhere.{ns}; USE elsewhere.{ns}")
+    try:
+        shown = lh.sql(f"SHOW DYNAMIC TABLES IN {home}.{ns}").collect()
+        assert [r.name for r in shown] == ["dt"]
+        with pytest.raises(InvalidOptionError, match=f"name a namespace of catalog {home}"):
+            lh.sql(f"SHOW DYNAMIC TABLES IN elsewhere.{ns}")
+    finally:
+        lh.sql(f"USE {home}.public")
+
+
 def test_show_and_describe(lh: Lakehouse, pipeline) -> None:
     src, dt = pipeline
     shown = lh.sql(f"SHOW DYNAMIC TABLES LIKE '{dt}'").first()
