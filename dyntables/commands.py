@@ -7,7 +7,7 @@ import dataclasses
 import fnmatch
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +37,7 @@ from dyntables.errors import (
     UnsupportedQueryError,
     UseDropDynamicTableError,
 )
+from dyntables.plan.build import case_twins
 from dyntables.plan.query import (
     check_deterministic,
     files_read_by_path,
@@ -262,7 +263,7 @@ class Commands:
         self,
         sources: list[TableName],
         refs: Mapping[TableName, frozenset[str]],
-        bare: frozenset[str] | set[str] = frozenset(),
+        bare: Collection[str],
     ) -> tuple[dict[str, SourceVersion], int | None]:
         """The sources' current snapshots (and those of the branches and tags the query
         reads by name; ``bare``: the names it reads unqualified, which may be temporary
@@ -325,16 +326,14 @@ class Commands:
         if str(self.spark.conf.get("spark.sql.caseSensitive")).lower() != "true":
             return
         for source in sources:
-            seen: dict[str, str] = {}
-            for column in self.spark.table(source.sql()).columns:
-                other = seen.setdefault(column.lower(), column)
-                if other != column:
-                    raise UnsupportedQueryError(
-                        f"dynamic table {name}: source {source} has columns {other} and "
-                        f"{column}, told apart by case alone, which dynamic tables do not "
-                        "tell apart; rename one, or SET spark.sql.caseSensitive = false "
-                        "and read them by other names"
-                    )
+            twins = case_twins(self.spark.table(source.sql()).columns)
+            if twins is not None:
+                raise UnsupportedQueryError(
+                    f"dynamic table {name}: source {source} has columns {twins[0]} and "
+                    f"{twins[1]}, told apart by case alone, which dynamic tables do not "
+                    "tell apart; rename one, or SET spark.sql.caseSensitive = false "
+                    "and read them by other names"
+                )
 
     def _retention_at_create(self, stmt: CreateDynamicTable, name: TableName) -> int | None:
         """PROPERTIES ('data_retention_days'=...) at CREATE, as ALTER sets it (the seeds

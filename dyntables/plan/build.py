@@ -10,7 +10,7 @@ Anything outside that grammar raises :class:`NotIncremental` with a stable code.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from sqlglot import exp
@@ -224,22 +224,30 @@ def _prune_scans(root: Node, schema: Schema) -> Node:
     return prune(root)
 
 
+def case_twins(columns: Iterable[str]) -> tuple[str, str] | None:
+    """Two of ``columns`` told apart by case alone (``a`` and ``A``, possible under
+    spark.sql.caseSensitive), or None. Dynamic tables resolve names whatever their case
+    and would read one for the other."""
+    seen: dict[str, str] = {}
+    for column in columns:
+        other = seen.setdefault(column.lower(), column)
+        if other != column:
+            return other, column
+    return None
+
+
 def _refuse_case_twins(schema: Schema) -> None:
-    """A source with columns told apart by case alone (``a`` and ``A``, possible under
-    spark.sql.caseSensitive): the compiler resolves names whatever their case and would
-    read one for the other. CREATE refuses such a source; one that gains a twin later is
+    """CREATE refuses a source with case twins; one that gains a twin later is
     recomputed, where Spark tells them apart."""
     for name, cols in schema.items():
-        seen: dict[str, str] = {}
-        for column, _ in cols:
-            other = seen.setdefault(column.lower(), column)
-            if other != column:
-                raise NotIncremental(
-                    "CASE_TWIN_COLUMNS",
-                    "Scan",
-                    f"source {name} has columns {other} and {column}, told apart by case "
-                    "alone; recomputed by Spark, which tells them apart",
-                )
+        twins = case_twins(column for column, _ in cols)
+        if twins is not None:
+            raise NotIncremental(
+                "CASE_TWIN_COLUMNS",
+                "Scan",
+                f"source {name} has columns {twins[0]} and {twins[1]}, told apart by case "
+                "alone; recomputed by Spark, which tells them apart",
+            )
 
 
 class _Builder:

@@ -139,7 +139,7 @@ class Refresher:
         if previous is None:
             return None
         dt = DynamicTableDef.from_properties(dt.name, properties) or dt
-        pinned, missing, _ = self._pin_sources(dt)
+        pinned, missing, _ = current_sources(self.spark, dt)
         if missing or not _unchanged(previous, pinned) or _changed_outside(table, previous):
             return None
         return self._no_data(dt, trigger, started, t0, new_job_id(), None)
@@ -165,7 +165,7 @@ class Refresher:
         published = False
         session: Any = None
         try:
-            pinned, missing, source_rows = self._pin_sources(dt)
+            pinned, missing, source_rows = current_sources(self.spark, dt)
             faults.reach("after_pin_sources")
             if missing:
                 reason = f"source {missing[0]} was dropped; keeping the current data until it is recreated"
@@ -337,11 +337,6 @@ class Refresher:
             return
         for name, count in expired.items():
             stats[f"expired_snapshots.{name.rsplit('.', 1)[-1]}"] = count
-
-    def _pin_sources(
-        self, dt: DynamicTableDef
-    ) -> tuple[dict[str, SourceVersion], list[str], int | None]:
-        return current_sources(self.spark, dt)
 
     def _child_session(self, job_id: str, dt: DynamicTableDef, rows: int | None) -> Any:
         """A session of its own: spark.wap.id stages only this refresh's writes, and the
