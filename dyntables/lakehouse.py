@@ -17,6 +17,7 @@ from dyntables.engine.session import exclude_optimizer_rules
 from dyntables.errors import ConfigError, DynTablesError
 from dyntables.sql import TableName, parse_statement, split_statements
 from dyntables.sql.statements import SparkStatement, Statement
+from dyntables.sql.tokens import parse_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -161,7 +162,7 @@ class Lakehouse:
     # -- names -----------------------------------------------------------------------------
     def qualify(self, name: TableName | str) -> TableName:
         """catalog.namespace.table for a name as written (1, 2 or 3 parts)."""
-        parts = name.parts if isinstance(name, TableName) else tuple(name.split("."))
+        parts = name.parts if isinstance(name, TableName) else parse_name(name).parts
         if len(parts) == 1:
             return TableName((self.catalog, self.namespace, parts[0]))
         if len(parts) == 2:

@@ -415,7 +415,7 @@ def load_table(spark: Any, name: TableName) -> IcebergTable | None:
     exist. From a caching catalog the table is refreshed: else a refresh did not find
     the write it had just staged, and published its state without it."""
     try:
-        jtable = java_class(spark, SPARK3_UTIL).loadIcebergTable(spark._jsparkSession, str(name))
+        jtable = java_class(spark, SPARK3_UTIL).loadIcebergTable(spark._jsparkSession, name.sql())
         if caches_tables(spark, name.parts[0]):
             jtable.refresh()
     except Exception as exc:  # py4j wraps NoSuchTableException / ValidationException

@@ -231,7 +231,7 @@ class StagedScans:
         return (
             self.spark.read.format("iceberg")
             .option("scan-task-set-id", set_id)
-            .load(str(table.name))
+            .load(table.name.sql())
         )
 
     def close(self) -> None:

@@ -6,6 +6,7 @@ Source deltas and aggregate state appear under symbolic view names (``delta(orde
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
@@ -98,6 +99,12 @@ def _rule(node: Node, rebuilt: frozenset[int] = frozenset()) -> str:
     return RULES.get(type(node).__name__, "")
 
 
+def _delta_view(source: str) -> str:
+    """The name EXPLAIN shows for a source's change: a plain word, whatever the
+    table's name is (``or-ders`` -> ``delta_or_ders``)."""
+    return "delta_" + re.sub(r"\W", "_", source.split(".")[-1])
+
+
 def _agg_name(call: AggCall) -> str:
     """COUNT, SUM, ... for the rules with running state; a recomputed call's own name."""
     if call.func != RECOMPUTED or call.arg is None:
@@ -160,7 +167,7 @@ def explain(planner: Planner, dt: DynamicTableDef) -> list[tuple[str, str]]:
         spark,
         old=recorded,
         new=current,
-        delta_views={name: f"delta_{name.split('.')[-1]}" for name in current},
+        delta_views={name: _delta_view(name) for name in current},
         symbolic=True,
     )
     renderer = Renderer(sources)

@@ -104,15 +104,16 @@ def incremental_refresh(
             if capture.method == NONE:
                 ctx.stats[f"rows_read.{_short(source)}"] = 0
                 continue
+            source_name = TableName(tuple(source.split(".")))
             df = read_changes(
                 spark,
-                source,
+                source_name.sql(),
                 source_columns[source],
                 capture,
                 previous.sources[source],
                 ctx.pinned[source],
                 task_sets,
-                load_table(spark, TableName(tuple(source.split(".")))) if capture.diff else None,
+                load_table(spark, source_name) if capture.diff else None,
             )
             if capture.method not in (APPEND, INITIAL):
                 # a consolidated change (a shuffle) is computed once, however often the

@@ -50,10 +50,18 @@ class TableName:
         return self.parts[-1]
 
     def sql(self) -> str:
-        return ".".join(f"`{p}`" if not p.replace("_", "a").isalnum() else p for p in self.parts)
+        return ".".join(quote_part(p) for p in self.parts)
 
     def __str__(self) -> str:
         return ".".join(self.parts)
+
+
+def quote_part(part: str) -> str:
+    """One name part as Spark reads it: back-quoted unless it is a plain word (one
+    starting with a digit is not: ``ns.2024`` lexes as ``ns`` and a number)."""
+    if part.replace("_", "a").isalnum() and part.isascii() and not part[:1].isdigit():
+        return part
+    return "`" + part.replace("`", "``") + "`"
 
 
 _WORDLIKE = {TokenType.VAR, TokenType.IDENTIFIER}
@@ -204,3 +212,13 @@ _PUNCT_TEXT = {
 def _clip(text: str, limit: int = 80) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def parse_name(text: str) -> TableName:
+    """A table name as a user writes it, parts back-quoted where Spark needs them:
+    ```my-ns`.t`` is two parts, not one split at its dots."""
+    stream = TokenStream(text)
+    name = stream.name()
+    if not stream.at_end():
+        raise stream.error("expected a table name")
+    return name

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from dyntables.sql.tokens import tokenize
+import pytest
+
+from dyntables.errors import SqlSyntaxError
+from dyntables.sql.tokens import TableName, parse_name, tokenize
 
 
 def _statement(i: int) -> str:
@@ -22,3 +25,16 @@ def test_threads_tokenizing_at_once_each_read_their_own_text() -> None:
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         assert all(pool.map(read, [0, 1, 2, 3] * 2))
+
+
+def test_names_are_written_back_quoted_where_spark_needs_it() -> None:
+    name = TableName(("lakehouse", "my-ns", "2024", "a`b", "plain_1", "é"))
+    assert name.sql() == "lakehouse.`my-ns`.`2024`.`a``b`.plain_1.`é`"
+
+
+def test_a_name_as_written_is_split_at_its_dots_only_outside_quotes() -> None:
+    assert parse_name("`my-ns`.`a.b`").parts == ("my-ns", "a.b")
+    assert parse_name("c.ns.t").parts == ("c", "ns", "t")
+    assert parse_name(TableName(("x`y", "2024")).sql()).parts == ("x`y", "2024")
+    with pytest.raises(SqlSyntaxError):
+        parse_name("ns.t extra")
