@@ -308,7 +308,7 @@ class Commands:
     def _is_view(self, source: TableName, written_bare: bool) -> bool:
         """A name Spark resolves to a view where no table is: a temporary view (read by
         a one-part name, as Spark resolves it only then) or a view in the catalog."""
-        here = source.parts[:-1] == self.lh.qualify(source.table).parts[:-1]
+        here = source.parts[:-1] == self.lh.qualify(TableName((source.table,))).parts[:-1]
         names = [(source.table, True)] if written_bare and here else []
         for name, temporary_too in [*names, (source.sql(), False)]:
             try:

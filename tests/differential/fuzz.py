@@ -183,6 +183,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-faults", action="store_true", help="do not inject refresh failures")
     parser.add_argument(
+        "--quoted-names",
+        action="store_true",
+        help="name the tables so that Spark reads them only back-quoted (`t0-<run>`)",
+    )
+    parser.add_argument(
         "--ill-conditioned",
         "--with-known-bugs",
         dest="ill_conditioned",
@@ -232,7 +237,9 @@ def main(argv: list[str] | None = None) -> int:
         warehouse=warehouse,
         conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
     ) as lh:
-        harness = Harness(lh, stats, log=print if args.verbose else None)
+        harness = Harness(
+            lh, stats, log=print if args.verbose else None, quoted_names=args.quoted_names or None
+        )
         if args.replay or args.quick:
             plan = [(parse_scenario(p.read_text(), p.stem), None) for p in args.replay or []]
             plan += [(sc, None) for sc in (quick_scenarios() if args.quick else [])]
