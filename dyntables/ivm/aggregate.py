@@ -627,7 +627,7 @@ def merge_statement(node: Aggregate, state_table: str, change_view: str) -> str:
     values = ", ".join(f"s.{v}" for v in lay.all_columns)
     delete = f"WHEN MATCHED AND s.{CNT} = 0 THEN DELETE " if node.keys else ""
     return (
-        f"MERGE INTO {state_table} t USING ({src.sql('spark')}) s ON {on.sql('spark')} "
+        f"MERGE INTO {state_table} t USING ({spark_sql(src)}) s ON {spark_sql(on)} "
         f"{delete}WHEN MATCHED THEN UPDATE SET {sets} "
         f"WHEN NOT MATCHED AND s.{CNT} <> 0 THEN INSERT ({names}) VALUES ({values})"
     )
@@ -638,8 +638,8 @@ def rewrite_statement(node: Aggregate, state_table: str, change_view: str) -> st
     untouched groups as they were, touched groups with their new state."""
     lay = layout(node)
     cols = ", ".join(lay.all_columns)
-    on = null_safe_eq_all([col(k, "s") for k in lay.keys], [col(k, "c") for k in lay.keys]).sql(
-        "spark"
+    on = spark_sql(
+        null_safe_eq_all([col(k, "s") for k in lay.keys], [col(k, "c") for k in lay.keys])
     )
     untouched = f"SELECT {cols} FROM {state_table} s LEFT ANTI JOIN {change_view} c ON {on}"
     if not node.keys:
@@ -763,7 +763,7 @@ def rebuilt_state_statement(node: Aggregate, state_table: str, rebuild: exp.Quer
     q = select(items, sub(rebuild))
     if node.keys:
         q = q.where(exp.NEQ(this=col("n_" + CNT), expression=lit(0)), copy=False)
-    return f"INSERT OVERWRITE {state_table} {q.sql('spark')}"
+    return f"INSERT OVERWRITE {state_table} {spark_sql(q)}"
 
 
 def rebuilt_row_counts(node: Aggregate, avg_types: Mapping[str, str]) -> tuple[exp.Expr, exp.Expr]:

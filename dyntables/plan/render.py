@@ -28,11 +28,20 @@ def _operator(e: object) -> bool:
     )
 
 
-def _bare_operands(tree: exp.Expr) -> list[tuple[exp.Expr, str, exp.Expr]]:
+def _bare_operands(
+    tree: exp.Expr,
+) -> tuple[list[tuple[exp.Expr, str, exp.Expr]], list[exp.Identifier]]:
     """(operator, arg key, operand) for every operand of an operator that is itself an
-    operator and not yet in parentheses."""
+    operator and not yet in parentheses; and the unquoted identifiers Spark's lexer
+    does not read bare. sqlglot leaves a name unquoted when Python's ``\\w`` matches
+    it, which takes letters such as ``ö``; Spark's lexer takes ASCII ones only."""
     found = []
+    unquoted = []
     for node in tree.walk():
+        if isinstance(node, exp.Identifier):
+            if not node.quoted and not node.name.isascii():
+                unquoted.append(node)
+            continue
         # ESCAPE's operand is the LIKE it belongs to: ``(x LIKE p) ESCAPE c`` is no SQL
         if not _operator(node) or isinstance(node, exp.Escape):
             continue
@@ -41,7 +50,7 @@ def _bare_operands(tree: exp.Expr) -> list[tuple[exp.Expr, str, exp.Expr]]:
             child = node.args.get(key)
             if isinstance(child, exp.Expr) and _operator(child):
                 found.append((node, key, child))
-    return found
+    return found, unquoted
 
 
 def spark_sql(tree: exp.Expr) -> str:
@@ -50,11 +59,15 @@ def spark_sql(tree: exp.Expr) -> str:
     refresh writes large trees, and copying one cost more than writing it. One writing
     at a time, so that a tree two threads write is never seen half-parenthesized."""
     with _WRITING:
-        bare = _bare_operands(tree)
+        bare, unquoted = _bare_operands(tree)
         for node, key, child in bare:
             node.set(key, exp.Paren(this=child))
+        for ident in unquoted:
+            ident.set("quoted", True)
         try:
             return tree.sql("spark")
         finally:
             for node, key, child in bare:
                 node.set(key, child)
+            for ident in unquoted:
+                ident.set("quoted", False)

@@ -208,9 +208,7 @@ def incremental_refresh(
                     publish_first.append((dname, dafter))
                 states[dkey] = {"table": str(dname), "snapshot": dafter}
             change = spark.sql(
-                agg.change_sql(node, child_delta, state_old, state_types, distinct_views).sql(
-                    "spark"
-                )
+                spark_sql(agg.change_sql(node, child_delta, state_old, state_types, distinct_views))
             )
             # values that depend on the order of floating-point additions are computed
             # once: the state and the table must get the same ones (engine/checkpoint.py)

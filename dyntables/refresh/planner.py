@@ -25,6 +25,8 @@ Every FULL carries a stable reason code that the user sees in history and EXPLAI
                               input once where the window's delta rule reads it twice
                               (old and new)
   INCONSISTENT_STATE          the incremental result disagreed with the table; recomputed
+  DELTA_SQL_INVALID           Spark refused the SQL the compiler wrote for the delta (a
+                              compiler bug; the error is in stats); recomputed
   TABLE_CHANGED               the dynamic table's own table is not as the last refresh
                               left it (rolled back, or written through Spark directly)
   SUM_OVERFLOW                a DECIMAL sum of a group the change touches left
@@ -83,6 +85,7 @@ WINDOW_OVER_ALL_ROWS_DETAIL = (
     "keeps the rule"
 )
 INCONSISTENT_STATE = "INCONSISTENT_STATE"
+DELTA_SQL_INVALID = "DELTA_SQL_INVALID"
 SUM_OVERFLOW = "SUM_OVERFLOW"
 TABLE_CHANGED = "TABLE_CHANGED"
 
@@ -276,10 +279,10 @@ class Planner:
             except RecomputeCheaper:
                 return replace(full(ctx), mode=FULL, reason=DELTA_READS_TOO_MUCH)
             except Exception as exc:
-                if "dyntables: " not in str(exc):
+                reason = _incremental_failure(exc)
+                if reason is None:
                     raise
-                ctx.stats["incremental_error"] = str(exc).splitlines()[0][:200]
-                reason = SUM_OVERFLOW if agg.OVERFLOW in str(exc) else INCONSISTENT_STATE
+                ctx.stats["incremental_error"] = _first_line(str(exc))[:200]
                 return replace(full(ctx), mode=FULL, reason=reason)
 
         return INCREMENTAL, None, incremental
@@ -381,3 +384,25 @@ def small_change_settings(spark: Any, changed_rows: int) -> Iterator[None]:
         return
     with settings_for_a_while(spark, small_data_settings(spark)):
         yield
+
+
+def _incremental_failure(exc: Exception) -> str | None:
+    """The FULL reason for an incremental refresh that failed in a way a recompute
+    answers; None: the error is the refresh's (a recompute would meet it too).
+
+    A check the delta SQL makes (``RAISE_ERROR('dyntables: ...')``) fails at run time;
+    Spark refusing the SQL itself is an AnalysisException (a ParseException is one),
+    whose message quotes the SQL, checks and all: it was taken for a failed check."""
+    from pyspark.errors import AnalysisException
+
+    if isinstance(exc, AnalysisException):
+        return DELTA_SQL_INVALID
+    text = str(exc)
+    if "dyntables: " not in text:
+        return None
+    return SUM_OVERFLOW if agg.OVERFLOW in text else INCONSISTENT_STATE
+
+
+def _first_line(text: str) -> str:
+    """Spark's messages may start with a blank line (a ParseException's does)."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")

@@ -49,7 +49,7 @@ from dyntables.ivm.rules import ranks_all_rows
 from dyntables.plan.query import never_true
 from dyntables.refresh import apply, faults
 from dyntables.refresh.history import FULL, INCREMENTAL, NO_DATA
-from dyntables.refresh.planner import INCONSISTENT_STATE
+from dyntables.refresh.planner import DELTA_SQL_INVALID, INCONSISTENT_STATE
 from dyntables.refresh.sessions import keys_set
 from dyntables.sql.tokens import TableName, parse_name
 from tests.differential.generate import Scenario, Step, step_text
@@ -622,6 +622,11 @@ class Harness:
                 "INCREMENTAL fell back to FULL with INCONSISTENT_STATE: the incremental delta disagreed "
                 "with the table (the fallback hid a wrong delta)"
             )
+        if out.refresh_mode == FULL and out.reason == DELTA_SQL_INVALID:
+            raise Failure(
+                "INCREMENTAL fell back to FULL with DELTA_SQL_INVALID: Spark refused the delta SQL "
+                f"({self._incremental_error(info)})"
+            )
         if out.refresh_mode == NO_DATA:
             return rec
         self.check(
@@ -640,6 +645,13 @@ class Harness:
                 f"the row count change {rows_before} -> {info.rows}"
             )
         return rec
+
+    def _incremental_error(self, info: DtInfo) -> str:
+        name = parse_name(info.name).table.replace("'", "")
+        row = self.lh.sql(
+            f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{name}' LIMIT 1"
+        ).first()
+        return json.loads(row["stats"] or "{}").get("incremental_error", "") if row else ""
 
     def _sources_unchanged(self, real: str) -> bool:
         state = RefreshState.from_properties(self._table(real).properties())

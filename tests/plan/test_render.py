@@ -34,3 +34,11 @@ def test_an_operand_built_in_code_keeps_its_grouping() -> None:
 )
 def test_written_back_as_spark_reads_it(sql: str, expected: str) -> None:
     assert spark_sql(sqlglot.parse_one(sql, read="spark")) == expected
+
+
+def test_a_name_spark_reads_only_back_quoted_is_written_so() -> None:
+    # sqlglot leaves it bare (Python's \w takes ö); Spark's lexer takes ASCII letters only
+    tree = exp.select(exp.column("größe").as_("c1")).from_("v")
+    assert tree.sql("spark") == "SELECT größe AS c1 FROM v"
+    assert spark_sql(tree) == "SELECT `größe` AS c1 FROM v"
+    assert tree.sql("spark") == "SELECT größe AS c1 FROM v"  # the tree is left as it was

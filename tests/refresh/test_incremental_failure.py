@@ -1,0 +1,36 @@
+"""Which failures of an incremental refresh a recompute answers, and under which reason
+(refresh/planner.py): pure, over the exception types PySpark raises."""
+
+from __future__ import annotations
+
+from pyspark.errors import AnalysisException, ParseException
+
+from dyntables.ivm import aggregate as agg
+from dyntables.refresh.planner import (
+    DELTA_SQL_INVALID,
+    INCONSISTENT_STATE,
+    SUM_OVERFLOW,
+    _first_line,
+    _incremental_failure,
+)
+
+
+def test_a_check_failing_at_run_time_is_an_inconsistent_state_or_an_overflow() -> None:
+    assert _incremental_failure(RuntimeError("dyntables: inconsistent aggregate state")) == (
+        INCONSISTENT_STATE
+    )
+    assert _incremental_failure(RuntimeError(f"job aborted: {agg.OVERFLOW}")) == SUM_OVERFLOW
+
+
+def test_sql_spark_refuses_is_not_taken_for_a_failed_check() -> None:
+    # the message quotes the SQL, RAISE_ERROR('dyntables: ...') included
+    quoted = "\n[PARSE_SYNTAX_ERROR] near 'ö'\n== SQL ==\nSELECT RAISE_ERROR('dyntables: x')"
+    assert _incremental_failure(ParseException(message=quoted)) == DELTA_SQL_INVALID
+    assert _incremental_failure(AnalysisException(message="[UNRESOLVED_COLUMN] x")) == (
+        DELTA_SQL_INVALID
+    )
+    assert _first_line(quoted) == "[PARSE_SYNTAX_ERROR] near 'ö'"
+
+
+def test_any_other_error_is_the_refresh_s_own() -> None:
+    assert _incremental_failure(OSError("disk full")) is None
