@@ -85,7 +85,7 @@ from dyntables.sql.statements import (
     Statement,
     UndropTable,
 )
-from dyntables.sql.tokens import TableName
+from dyntables.sql.tokens import TableName, back_quoted
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -102,7 +102,7 @@ def _lit(value: str) -> str:
 
 def _partition_sql(item: str) -> str:
     """A partition column, quoted; a transform is kept as the grammar normalized it."""
-    return item if "(" in item else f"`{item}`"
+    return item if "(" in item else back_quoted(item)
 
 
 def format_interval(seconds: int | None) -> str | None:
@@ -410,7 +410,7 @@ class Commands:
                 **_retention_properties(dt.retention_days),
             }
             props_sql = ", ".join(f"{_lit(k)}={_lit(v)}" for k, v in props.items())
-            col_list = ", ".join(f"`{c}`" for c in columns)
+            col_list = ", ".join(back_quoted(c) for c in columns)
             verb = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE"
             ddl = f"{verb} {dt.name.sql()} USING iceberg"
             if dt.partitioned_by:
@@ -431,7 +431,7 @@ class Commands:
             for col in stmt.columns:
                 if col.comment:
                     self.spark.sql(
-                        f"ALTER TABLE {dt.name.sql()} ALTER COLUMN `{col.name}` COMMENT {_lit(col.comment)}"
+                        f"ALTER TABLE {dt.name.sql()} ALTER COLUMN {back_quoted(col.name)} COMMENT {_lit(col.comment)}"
                     )
             table = load_table(self.spark, dt.name)
             if table is not None:

@@ -7,6 +7,7 @@ from dyntables import Lakehouse
 from dyntables.catalog.definition import RefreshState
 from dyntables.catalog.iceberg import load_table
 from dyntables.refresh.full import pinned_query_sql
+from dyntables.sql.tokens import back_quoted
 
 
 def oracle_sql(lh: Lakehouse, dt_name: str) -> str:
@@ -31,9 +32,9 @@ def _rounded(df):  # type: ignore[no-untyped-def]
     from pyspark.sql.types import DoubleType, FloatType
 
     cols = [
-        F.round(F.col(f"`{f.name}`"), 6).alias(f.name)
+        F.round(F.col(back_quoted(f.name)), 6).alias(f.name)
         if isinstance(f.dataType, (DoubleType, FloatType))
-        else F.col(f"`{f.name}`")
+        else F.col(back_quoted(f.name))
         for f in df.schema.fields
     ]
     return df.select(*cols)
@@ -52,7 +53,7 @@ def assert_oracle(lh: Lakehouse, dt_name: str) -> None:
         .withColumn(weight, F.lit(1))
         .unionByName(_rounded(expected).withColumn(weight, F.lit(-1)))
     )
-    cols = [F.col(f"`{c}`") for c in actual.columns]
+    cols = [F.col(back_quoted(c)) for c in actual.columns]
     if not signed.groupBy(*cols).agg(F.sum(weight).alias(weight)).where(F.col(weight) != 0).count():
         return
     extra, missing = differences(lh, dt_name)

@@ -17,7 +17,7 @@ from sqlglot.errors import ErrorLevel, ParseError, UnsupportedError
 from sqlglot.tokens import TokenType
 
 from dyntables.errors import NonDeterministicQueryError, SqlSyntaxError, UnsupportedQueryError
-from dyntables.sql.tokens import TableName, tokenize
+from dyntables.sql.tokens import TableName, back_quoted, tokenize
 
 Qualifier = Callable[[TableName], TableName]
 
@@ -563,7 +563,7 @@ def pin_sources(
         if cte is not None:
             continue
         name = qualify(table_name(table))
-        full = exp.to_table(".".join(f"`{p}`" for p in name.parts), dialect="spark")
+        full = exp.to_table(".".join(back_quoted(p) for p in name.parts), dialect="spark")
         alias = table.args.get("alias")
         alias = alias.copy() if alias else exp.TableAlias(this=exp.to_identifier(table.name))
         # what the reference says besides its name (PIVOT, UNPIVOT, TABLESAMPLE, column

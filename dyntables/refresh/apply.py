@@ -19,6 +19,7 @@ from dyntables.engine.checkpoint import cached_alone, forget_view
 from dyntables.engine.frames import AS_NUMBERS, PRUNABLE_TYPES, literal, number_literal
 from dyntables.ivm.sqlb import W, null_safe_eq_all, raise_error
 from dyntables.plan.render import spark_sql
+from dyntables.sql.tokens import back_quoted
 
 DYNTABLES_PREFIX = "dyntables: "  # an error with it falls back to FULL (planner.py)
 INCONSISTENT = f"{DYNTABLES_PREFIX}dynamic table and delta disagree"
@@ -64,7 +65,7 @@ class Applied:
 
 
 def _q(name: str) -> str:
-    return f"`{name}`"
+    return back_quoted(name)
 
 
 def _helper(name: str, columns: list[str]) -> str:

@@ -35,6 +35,7 @@ from py4j.protocol import Py4JJavaError
 from dyntables.catalog.definition import SourceVersion
 from dyntables.catalog.iceberg import IcebergTable
 from dyntables.ivm.sqlb import W
+from dyntables.sql.tokens import back_quoted
 
 NONE = "none"
 APPEND = "append"
@@ -259,7 +260,7 @@ def read_changes(
     ``staged`` and ``table`` (the source, loaded) are needed for the two diffs."""
     from pyspark.sql import functions as F
 
-    cols = [F.col(f"`{c}`") for c in columns]
+    cols = [F.col(back_quoted(c)) for c in columns]
     if capture.method == APPEND:
         df = (
             spark.read.format("iceberg")
@@ -288,5 +289,5 @@ def read_changes(
 def _consolidate(df: Any, columns: list[str]):  # noqa: ANN202
     from pyspark.sql import functions as F
 
-    grouped = df.groupBy(*[F.col(f"`{c}`") for c in columns]).agg(F.sum(W).alias(W))
+    grouped = df.groupBy(*[F.col(back_quoted(c)) for c in columns]).agg(F.sum(W).alias(W))
     return grouped.where(F.col(W) != 0)

@@ -23,7 +23,7 @@ from dyntables.plan.build import Plan
 from dyntables.plan.ops import Aggregate, Node, Scan, walk_post_order
 from dyntables.plan.render import spark_sql
 from dyntables.refresh.retention import metadata_properties_sql
-from dyntables.sql.tokens import TableName
+from dyntables.sql.tokens import TableName, back_quoted
 
 SYSTEM_NAMESPACE = "dyntables_sys"
 
@@ -112,7 +112,8 @@ class BoundSources:
         key = (view, source_column)
         if key not in self._bounds:
             df = self.spark.table(view).selectExpr(
-                f"min(`{source_column}`) AS lo", f"max(`{source_column}`) AS hi"
+                f"min({back_quoted(source_column)}) AS lo",
+                f"max({back_quoted(source_column)}) AS hi",
             )
             type_sql = df.schema.fields[0].dataType.simpleString()
             if not PRUNABLE_TYPES.match(type_sql):

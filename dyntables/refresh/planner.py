@@ -25,8 +25,8 @@ Every FULL carries a stable reason code that the user sees in history and EXPLAI
                               input once where the window's delta rule reads it twice
                               (old and new)
   INCONSISTENT_STATE          the incremental result disagreed with the table; recomputed
-  DELTA_SQL_INVALID           Spark refused the SQL the compiler wrote for the delta (a
-                              compiler bug; the error is in stats); recomputed
+  DELTA_SQL_INVALID           Spark could not parse the SQL the compiler wrote for the
+                              delta (a compiler bug; the error is in stats); recomputed
   TABLE_CHANGED               the dynamic table's own table is not as the last refresh
                               left it (rolled back, or written through Spark directly)
   SUM_OVERFLOW                a DECIMAL sum of a group the change touches left
@@ -390,13 +390,17 @@ def _incremental_failure(exc: Exception) -> str | None:
     """The FULL reason for an incremental refresh that failed in a way a recompute
     answers; None: the error is the refresh's (a recompute would meet it too).
 
-    A check the delta SQL makes (``RAISE_ERROR('dyntables: ...')``) fails at run time;
-    Spark refusing the SQL itself is an AnalysisException (a ParseException is one),
-    whose message quotes the SQL, checks and all: it was taken for a failed check."""
-    from pyspark.errors import AnalysisException
+    A check the delta SQL makes (``RAISE_ERROR('dyntables: ...')``) fails at run time.
+    Spark refusing the SQL itself is an AnalysisException, whose message quotes the SQL
+    or its plan, checks and all: it was taken for a failed check. A syntax error is the
+    compiler's; anything else Spark cannot resolve (a temporary function the session
+    lacks) is the refresh's, and its message says what to do."""
+    from pyspark.errors import AnalysisException, ParseException
 
-    if isinstance(exc, AnalysisException):
+    if isinstance(exc, ParseException):
         return DELTA_SQL_INVALID
+    if isinstance(exc, AnalysisException):
+        return None
     text = str(exc)
     if "dyntables: " not in text:
         return None

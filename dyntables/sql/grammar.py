@@ -28,7 +28,7 @@ from dyntables.sql.statements import (
     UndropTable,
     interval_seconds,
 )
-from dyntables.sql.tokens import TokenStream
+from dyntables.sql.tokens import TokenStream, back_quoted
 
 Parser = Callable[[TokenStream], Statement]
 _PARSERS: list[tuple[tuple[tuple[str, ...], ...], Parser]] = []
@@ -299,7 +299,7 @@ def _transform_arg(ts: TokenStream) -> str:
     tok = ts.peek()
     if tok is not None and tok.token_type == TokenType.NUMBER:
         return ts.literal()
-    return f"`{ts.word()}`"
+    return back_quoted(ts.word())
 
 
 def _properties(ts: TokenStream) -> list[tuple[str, str]]:

@@ -61,7 +61,12 @@ def quote_part(part: str) -> str:
     starting with a digit is not: ``ns.2024`` lexes as ``ns`` and a number)."""
     if part.replace("_", "a").isalnum() and part.isascii() and not part[:1].isdigit():
         return part
-    return "`" + part.replace("`", "``") + "`"
+    return back_quoted(part)
+
+
+def back_quoted(name: str) -> str:
+    """``name`` as one Spark identifier, whatever it holds (a back-quote is doubled)."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 _WORDLIKE = {TokenType.VAR, TokenType.IDENTIFIER}

@@ -51,7 +51,7 @@ from dyntables.refresh import apply, faults
 from dyntables.refresh.history import FULL, INCREMENTAL, NO_DATA
 from dyntables.refresh.planner import DELTA_SQL_INVALID, INCONSISTENT_STATE
 from dyntables.refresh.sessions import keys_set
-from dyntables.sql.tokens import TableName, parse_name
+from dyntables.sql.tokens import TableName, back_quoted, parse_name
 from tests.differential.generate import Scenario, Step, step_text
 
 # a source with no snapshot is empty, by a filter Spark cannot fold (as refreshes pin it)
@@ -624,7 +624,7 @@ class Harness:
             )
         if out.refresh_mode == FULL and out.reason == DELTA_SQL_INVALID:
             raise Failure(
-                "INCREMENTAL fell back to FULL with DELTA_SQL_INVALID: Spark refused the delta SQL "
+                "INCREMENTAL fell back to FULL with DELTA_SQL_INVALID: Spark could not parse the delta SQL "
                 f"({self._incremental_error(info)})"
             )
         if out.refresh_mode == NO_DATA:
@@ -922,7 +922,7 @@ class Harness:
         def normalized(sql: str, fields: list[Any]) -> str:
             items = []
             for i, f in enumerate(fields):
-                c = f"`{f.name}`"
+                c = back_quoted(f.name)
                 if i in doubles:
                     items.append(f"format_string('%.5e', CAST({c} AS DOUBLE) + 0.0D) AS _c{i}")
                 elif f.dataType.typeName() == "map":
