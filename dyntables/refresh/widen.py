@@ -31,7 +31,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from dyntables.sql.tokens import TableName
+from dyntables.sql.tokens import TableName, back_quoted
 
 
 def widen_table(spark: Any, name: TableName, returns: StructType) -> list[str]:
@@ -78,7 +78,7 @@ def _widen_struct(
     for field in want.fields:
         old = theirs.get(field.name.lower())
         if old is None:
-            where = "FIRST" if previous is None else f"AFTER {_quote(previous)}"
+            where = "FIRST" if previous is None else f"AFTER {back_quoted(previous)}"
             out.append(
                 f"ADD COLUMN {_path((*path, field.name))} {ddl_type(field.dataType)} {where}"
             )
@@ -104,7 +104,7 @@ def _promotes(have: DataType, want: DataType) -> bool:
 def ddl_type(t: DataType) -> str:
     """A type as Spark DDL, with struct field names quoted."""
     if isinstance(t, StructType):
-        fields = ", ".join(f"{_quote(f.name)}: {ddl_type(f.dataType)}" for f in t.fields)
+        fields = ", ".join(f"{back_quoted(f.name)}: {ddl_type(f.dataType)}" for f in t.fields)
         return f"STRUCT<{fields}>"
     if isinstance(t, ArrayType):
         return f"ARRAY<{ddl_type(t.elementType)}>"
@@ -114,11 +114,7 @@ def ddl_type(t: DataType) -> str:
 
 
 def _path(parts: tuple[str, ...]) -> str:
-    return ".".join(_quote(p) for p in parts)
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
+    return ".".join(back_quoted(p) for p in parts)
 
 
 def narrowings(spark: Any, name: TableName, returns: StructType) -> list[str]:
