@@ -160,6 +160,16 @@ class Commands:
     # -- CREATE ------------------------------------------------------------------------
     def create(self, stmt: CreateDynamicTable) -> DataFrame:
         name = self.lh.qualify(stmt.name)
+        catalog = self.registry.catalog
+        if name.parts[0] != catalog:
+            # the scheduler, SHOW, the history and the trash all work in one catalog: a
+            # table elsewhere would never be refreshed on its interval, nor listed
+            raise InvalidOptionError(
+                f"cannot create dynamic table {name}: dynamic tables live in catalog "
+                f"{catalog}, this Lakehouse's; name it {catalog}.{'.'.join(name.parts[1:])} "
+                f"(its sources may be in any catalog), or open a Lakehouse on catalog "
+                f"{name.parts[0]}"
+            )
         table, existing = self.registry.load(name)
         if table is not None:
             if existing is None:
@@ -615,9 +625,15 @@ class Commands:
     def _shown_namespace(self, name: TableName | None) -> str:
         """SHOW ... IN [catalog.]namespace: within the catalog the registry reads (the
         Lakehouse's, whatever a USE moved to)."""
-        if name is None:
-            return self.lh.namespace
         catalog = self.registry.catalog
+        if name is None:
+            if self.lh.catalog != catalog:
+                raise InvalidOptionError(
+                    f"SHOW DYNAMIC TABLES: the current catalog is {self.lh.catalog}, and "
+                    f"dynamic tables live in catalog {catalog}; name a namespace: SHOW "
+                    f"DYNAMIC TABLES IN {catalog}.<namespace>"
+                )
+            return self.lh.namespace
         parts = name.parts
         if len(parts) > 2 or (len(parts) == 2 and parts[0] != catalog):
             raise InvalidOptionError(

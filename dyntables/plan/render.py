@@ -12,14 +12,27 @@ parenthesized before the text is written: parentheses never change what a tree m
 
 from __future__ import annotations
 
+import re
 import threading
 
 from sqlglot import exp
+from sqlglot.dialects.spark import Spark
 
 # written as something other than an infix or prefix operator over its operands
 _NOT_OPERATORS = (exp.Dot, exp.Kwarg, exp.PropertyEQ, exp.Paren, exp.SubqueryPredicate)
 _OPERANDS = ("this", "expression", "low", "high")
 _WRITING = threading.Lock()
+
+
+# words Spark's lexer reads as something other than a name when bare (``true`` is a
+# literal, ``not`` an operator; reserved words under ANSI): a superset, as quoting a
+# name never changes it
+_WORDS = frozenset(k.lower() for k in Spark.Tokenizer.KEYWORDS if k.replace("_", "").isalpha())
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _needs_quotes(name: str) -> bool:
+    return not _PLAIN.fullmatch(name) or name.lower() in _WORDS
 
 
 def _operator(e: object) -> bool:
@@ -33,13 +46,14 @@ def _bare_operands(
 ) -> tuple[list[tuple[exp.Expr, str, exp.Expr]], list[exp.Identifier]]:
     """(operator, arg key, operand) for every operand of an operator that is itself an
     operator and not yet in parentheses; and the unquoted identifiers Spark's lexer
-    does not read bare. sqlglot leaves a name unquoted when Python's ``\\w`` matches
-    it, which takes letters such as ``ö``; Spark's lexer takes ASCII ones only."""
+    does not read as names when bare. sqlglot leaves a name unquoted when Python's
+    ``\\w`` matches it, which takes letters such as ``ö`` (Spark's lexer takes ASCII
+    ones only) and words such as ``true`` (a column named so came out as the literal)."""
     found = []
     unquoted = []
     for node in tree.walk():
         if isinstance(node, exp.Identifier):
-            if not node.quoted and not node.name.isascii():
+            if not node.quoted and _needs_quotes(node.name):
                 unquoted.append(node)
             continue
         # ESCAPE's operand is the LIKE it belongs to: ``(x LIKE p) ESCAPE c`` is no SQL

@@ -42,3 +42,9 @@ def test_a_name_spark_reads_only_back_quoted_is_written_so() -> None:
     assert tree.sql("spark") == "SELECT größe AS c1 FROM v"
     assert spark_sql(tree) == "SELECT `größe` AS c1 FROM v"
     assert tree.sql("spark") == "SELECT größe AS c1 FROM v"  # the tree is left as it was
+
+
+def test_a_name_spark_reads_as_a_literal_or_an_operator_is_back_quoted() -> None:
+    tree = exp.select(*(exp.column(c) for c in ("true", "null", "not", "v"))).from_("t")
+    assert tree.sql("spark") == "SELECT true, null, not, v FROM t"
+    assert spark_sql(tree) == "SELECT `true`, `null`, `not`, v FROM t"

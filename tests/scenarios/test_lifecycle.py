@@ -471,7 +471,8 @@ def test_show_in_names_the_catalog_of_the_dynamic_tables_after_a_use(
     lh: Lakehouse, unique, tmp_path
 ) -> None:
     """After USE of another catalog, SHOW ... IN checked that catalog but listed the
-    Lakehouse's (helper-18)."""
+    Lakehouse's (helper-18); CREATE made a dynamic table there that nothing listed or
+    scheduled."""
     ns, home = unique("layer"), lh.catalog
     lh.sql(f"CREATE NAMESPACE {ns}; CREATE TABLE {ns}.src (k INT)")
     lh.sql(f"CREATE DYNAMIC TABLE {ns}.dt AS SELECT k FROM {ns}.src")
@@ -484,6 +485,18 @@ def test_show_in_names_the_catalog_of_the_dynamic_tables_after_a_use(
         assert [r.name for r in shown] == ["dt"]
         with pytest.raises(InvalidOptionError, match=f"name a namespace of catalog {home}"):
             lh.sql(f"SHOW DYNAMIC TABLES IN elsewhere.{ns}")
+        # without IN: the current namespace is in another catalog ("namespace does not
+        # exist: ns" before)
+        with pytest.raises(InvalidOptionError, match=f"SHOW DYNAMIC TABLES IN {home}.<names"):
+            lh.sql("SHOW DYNAMIC TABLES")
+        # a dynamic table there would be neither listed nor refreshed by the scheduler
+        lh.sql("CREATE TABLE src2 (k INT)")
+        with pytest.raises(InvalidOptionError, match=f"name it {home}.{ns}.dt2"):
+            lh.sql("CREATE DYNAMIC TABLE dt2 AS SELECT k FROM src2")
+        assert not lh.spark.catalog.tableExists(f"elsewhere.{ns}.dt2")
+        lh.sql(f"CREATE DYNAMIC TABLE {home}.{ns}.dt2 AS SELECT k FROM elsewhere.{ns}.src2")
+        shown = lh.sql(f"SHOW DYNAMIC TABLES IN {home}.{ns}").collect()
+        assert sorted(r.name for r in shown) == ["dt", "dt2"]
     finally:
         lh.sql(f"USE {home}.public")
 
