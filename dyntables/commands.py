@@ -85,7 +85,7 @@ from dyntables.sql.statements import (
     Statement,
     UndropTable,
 )
-from dyntables.sql.tokens import TableName, back_quoted
+from dyntables.sql.tokens import TableName, back_quoted, quote_part
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -212,6 +212,13 @@ class Commands:
         sources = source_tables(query, self.lh.qualify)
         if name in sources:
             raise UnsupportedQueryError(f"dynamic table {name} cannot read itself")
+        dotted = next((t for t in [name, *sources] if any("." in p for p in t.parts)), None)
+        if dotted is not None:
+            # the refresh state and the history name tables catalog.namespace.table
+            raise InvalidOptionError(
+                f"dynamic table {name}: {dotted.sql()} has a dot inside a name part, which "
+                "dynamic tables do not support; rename it (ALTER TABLE ... RENAME TO)"
+            )
         bare = {t.name.lower() for t in query.find_all(exp.Table) if not t.args.get("db")}
         pinned, source_rows = self._pin(sources, refs_read(query, self.lh.qualify), bare)
         self._refuse_names_told_apart_by_case(name, sources)
@@ -319,7 +326,7 @@ class Commands:
         """A name Spark resolves to a view where no table is: a temporary view (read by
         a one-part name, as Spark resolves it only then) or a view in the catalog."""
         here = source.parts[:-1] == self.lh.qualify(TableName((source.table,))).parts[:-1]
-        names = [(source.table, True)] if written_bare and here else []
+        names = [(quote_part(source.table), True)] if written_bare and here else []
         for name, temporary_too in [*names, (source.sql(), False)]:
             try:
                 found = self.spark.catalog.getTable(name)

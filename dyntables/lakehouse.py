@@ -17,7 +17,7 @@ from dyntables.engine.session import exclude_optimizer_rules
 from dyntables.errors import ConfigError, DynTablesError
 from dyntables.sql import TableName, parse_statement, split_statements
 from dyntables.sql.statements import SparkStatement, Statement
-from dyntables.sql.tokens import parse_name
+from dyntables.sql.tokens import namespace_shown, parse_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -57,8 +57,9 @@ class Lakehouse:
         self.spark: SparkSession = spark
         _check_catalog(spark, self.catalog)
         exclude_optimizer_rules(spark)
-        self._run_spark(f"CREATE NAMESPACE IF NOT EXISTS `{self.catalog}`.`{self.namespace}`")
-        self._run_spark(f"USE `{self.catalog}`.`{self.namespace}`")
+        here = TableName((self.catalog, self.namespace)).sql()
+        self._run_spark(f"CREATE NAMESPACE IF NOT EXISTS {here}")
+        self._run_spark(f"USE {here}")
         self._commands: Commands | None = None
         self._scheduler: Scheduler | None = None
 
@@ -98,7 +99,7 @@ class Lakehouse:
             result = self._run_spark(statement.text)
             if statement.verb == "USE":  # unqualified names now resolve where Spark's do
                 self.catalog = str(self.spark.catalog.currentCatalog())
-                self.namespace = str(self.spark.catalog.currentDatabase())
+                self.namespace = namespace_shown(str(self.spark.catalog.currentDatabase()))
             return result
         try:
             return self.commands.execute(statement)

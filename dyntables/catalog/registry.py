@@ -10,7 +10,7 @@ from dyntables.catalog.iceberg import IcebergTable, load_table
 from dyntables.catalog.trash import SYSTEM_NAMESPACE, Trash
 from dyntables.errors import NotADynamicTableError, TableNotFoundError
 from dyntables.refresh.history import HISTORY_TABLE, History
-from dyntables.sql.tokens import TableName
+from dyntables.sql.tokens import TableName, back_quoted, namespace_shown
 
 if TYPE_CHECKING:
     from dyntables.refresh.planner import Planner
@@ -82,11 +82,11 @@ class Registry:
 
     def all(self, namespace: str | None = None) -> Iterator[DynamicTableDef]:
         """Every DT in the catalog (or one namespace): metadata reads only, no Spark job."""
-        namespaces = [namespace] if namespace else self._namespaces()
+        namespaces = [namespace] if namespace else self.namespaces()
         for ns in namespaces:
             if ns == SYSTEM_NAMESPACE:
                 continue
-            rows = self.spark.sql(f"SHOW TABLES IN `{self.catalog}`.`{ns}`").collect()
+            rows = self.spark.sql(f"SHOW TABLES IN {TableName((self.catalog, ns)).sql()}").collect()
             for row in rows:
                 if getattr(row, "isTemporary", False):
                     continue
@@ -94,9 +94,10 @@ class Registry:
                 if dt is not None:
                     yield dt
 
-    def _namespaces(self) -> list[str]:
-        rows = self.spark.sql(f"SHOW NAMESPACES IN `{self.catalog}`").collect()
-        return [r[0] for r in rows]
+    def namespaces(self) -> list[str]:
+        """The catalog's namespaces, by name (SHOW NAMESPACES back-quotes ``my-ns``)."""
+        rows = self.spark.sql(f"SHOW NAMESPACES IN {back_quoted(self.catalog)}").collect()
+        return [namespace_shown(r[0]) for r in rows]
 
 
 # the Spark setting naming a folder all processes share for leases and the history

@@ -83,7 +83,9 @@ class Trash:
             record = Dropped(
                 str(name), dt_id, now, retention_days, trash_name.sql(), trash_name.sql(), states
             )
-            self.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{self.catalog}`.`{SYSTEM_NAMESPACE}`")
+            self.spark.sql(
+                f"CREATE NAMESPACE IF NOT EXISTS {TableName((self.catalog, SYSTEM_NAMESPACE)).sql()}"
+            )
             # the record first: a crash before the rename leaves the table where it was
             # (a later DROP writes its own), one after it a trash table UNDROP can find
             self.spark.sql(
@@ -131,9 +133,11 @@ class Trash:
                 except Exception:  # a half-written entry (crash during DROP) is skipped
                     continue
             return found
-        if not self.spark.catalog.databaseExists(f"`{self.catalog}`.`{SYSTEM_NAMESPACE}`"):
+        if not self.spark.catalog.databaseExists(TableName((self.catalog, SYSTEM_NAMESPACE)).sql()):
             return found  # nothing was ever dropped (or refreshed) in this catalog
-        rows = self.spark.sql(f"SHOW TABLES IN `{self.catalog}`.`{SYSTEM_NAMESPACE}`").collect()
+        rows = self.spark.sql(
+            f"SHOW TABLES IN {TableName((self.catalog, SYSTEM_NAMESPACE)).sql()}"
+        ).collect()
         for row in rows:
             if row.tableName.startswith("trash__"):
                 table = load_table(

@@ -206,7 +206,9 @@ def full_build(
     states: dict[str, dict[str, object]] = {}
     try:
         if aggregate_nodes(plan):  # a catalog call the plans without state can skip
-            spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{catalog}`.`{SYSTEM_NAMESPACE}`")
+            spark.sql(
+                f"CREATE NAMESPACE IF NOT EXISTS {TableName((catalog, SYSTEM_NAMESPACE)).sql()}"
+            )
         for key, node in aggregate_nodes(plan):
             name = state_table_name(catalog, dt_id, key, generation)
             build = spark_sql(

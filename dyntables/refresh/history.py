@@ -27,6 +27,7 @@ from typing import Any
 from dyntables.catalog.filesystem import FileSystem
 from dyntables.engine.frames import values_sql
 from dyntables.refresh.retention import metadata_properties_sql
+from dyntables.sql.tokens import TableName
 
 SYSTEM_NAMESPACE = "dyntables_sys"
 HISTORY_TABLE = "refresh_history"
@@ -121,7 +122,7 @@ def _from_json(row: Mapping[str, Any]) -> HistoryRecord:
 class History:
     def __init__(self, spark: Any, catalog: str, system_root: str | None = None) -> None:
         self.spark = spark
-        self.table = f"`{catalog}`.`{SYSTEM_NAMESPACE}`.`{HISTORY_TABLE}`"
+        self.table = TableName((catalog, SYSTEM_NAMESPACE, HISTORY_TABLE)).sql()
         self._catalog = catalog
         self._ready = False
         self._lock = threading.RLock()
@@ -135,7 +136,9 @@ class History:
     def ensure(self) -> None:
         if self._ready:
             return
-        self.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{self._catalog}`.`{SYSTEM_NAMESPACE}`")
+        self.spark.sql(
+            f"CREATE NAMESPACE IF NOT EXISTS {TableName((self._catalog, SYSTEM_NAMESPACE)).sql()}"
+        )
         self.spark.sql(_DDL.format(table=self.table, metadata=metadata_properties_sql()))
         self._ready = True
 

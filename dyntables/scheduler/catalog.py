@@ -113,13 +113,13 @@ class CatalogAccess:
         if self.namespaces is not None:
             namespaces = list(self.namespaces)
         else:
-            namespaces = [r[0] for r in spark.sql(f"SHOW NAMESPACES IN `{catalog}`").collect()]
+            namespaces = self.registry.namespaces()
         names: list[TableName] = []
         for ns in namespaces:
             if ns == SYSTEM_NAMESPACE:
                 continue
             try:
-                rows = spark.sql(f"SHOW TABLES IN `{catalog}`.`{ns}`").collect()
+                rows = spark.sql(f"SHOW TABLES IN {TableName((catalog, ns)).sql()}").collect()
             except Exception:  # a namespace dropped between the two reads
                 continue
             names.extend(

@@ -227,3 +227,14 @@ def parse_name(text: str) -> TableName:
     if not stream.at_end():
         raise stream.error("expected a table name")
     return name
+
+
+def namespace_shown(text: str) -> str:
+    """A namespace as Spark's SHOW NAMESPACES and currentDatabase() give it: back-quoted
+    when it needs quoting (```my-ns```), plain otherwise. A nested one (``a.b``) is
+    returned as given."""
+    try:
+        parts = parse_name(text).parts
+    except Exception:  # noqa: BLE001 - not a name this grammar reads: as given
+        return text
+    return parts[0] if len(parts) == 1 else text

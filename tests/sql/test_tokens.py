@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from dyntables.errors import SqlSyntaxError
-from dyntables.sql.tokens import TableName, parse_name, tokenize
+from dyntables.sql.tokens import TableName, namespace_shown, parse_name, tokenize
 
 
 def _statement(i: int) -> str:
@@ -38,3 +38,10 @@ def test_a_name_as_written_is_split_at_its_dots_only_outside_quotes() -> None:
     assert parse_name(TableName(("x`y", "2024")).sql()).parts == ("x`y", "2024")
     with pytest.raises(SqlSyntaxError):
         parse_name("ns.t extra")
+
+
+def test_a_namespace_spark_shows_back_quoted_is_read_as_its_name() -> None:
+    assert namespace_shown("`my-ns`") == "my-ns"
+    assert namespace_shown("`a``b`") == "a`b"
+    assert namespace_shown("public") == "public"
+    assert namespace_shown("a.b") == "a.b"  # nested: as given
