@@ -73,6 +73,7 @@ from dyntables.refresh.sessions import (
     work_session,
 )
 from dyntables.sql.statements import (
+    ALTER_TAG,
     AlterDynamicTable,
     CreateDynamicTable,
     DescribeDynamicTable,
@@ -141,7 +142,7 @@ class Commands:
     # -- guards ------------------------------------------------------------------------
     def guard_write(self, verb: str, name: TableName) -> None:
         dt = self.registry.find(name)
-        if dt is None:
+        if dt is None or verb == ALTER_TAG:
             return
         if verb == "DROP":
             raise UseDropDynamicTableError(
@@ -154,7 +155,8 @@ class Commands:
             )
         raise DynamicTableDmlError(
             f"dynamic table {dt.name} cannot be altered with ALTER TABLE: use ALTER DYNAMIC TABLE, "
-            "ALTER TABLE ... SET PROPERTIES, or CREATE OR REPLACE DYNAMIC TABLE"
+            "ALTER TABLE ... SET PROPERTIES, ALTER TABLE ... CREATE TAG, or CREATE OR REPLACE "
+            "DYNAMIC TABLE"
         )
 
     # -- CREATE ------------------------------------------------------------------------

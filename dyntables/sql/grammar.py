@@ -12,6 +12,7 @@ from collections.abc import Callable
 from sqlglot.tokens import TokenType
 
 from dyntables.sql.statements import (
+    ALTER_TAG,
     REFRESH_MODES,
     AlterDynamicTable,
     ColumnSpec,
@@ -211,8 +212,12 @@ def _alter_table(ts: TokenStream) -> Statement:
     name = ts.name()
     if ts.accept("SET", "PROPERTIES"):
         return SetTableProperties(text=ts.text, name=name, properties=tuple(_properties(ts)))
+    tags = any(
+        ts.at(*words, "TAG")
+        for words in (("CREATE",), ("CREATE", "OR", "REPLACE"), ("REPLACE",), ("DROP",))
+    )
     ts.pos = len(ts.tokens)
-    return SparkStatement(text=ts.text, verb="ALTER", writes=name)
+    return SparkStatement(text=ts.text, verb=ALTER_TAG if tags else "ALTER", writes=name)
 
 
 def _spark_statement(ts: TokenStream) -> SparkStatement:

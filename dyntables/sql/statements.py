@@ -14,6 +14,11 @@ def interval_seconds(amount: int, unit: str) -> int:
     return amount * _UNIT_SECONDS[unit.upper().rstrip("S")]
 
 
+# ALTER TABLE ... CREATE | REPLACE | DROP TAG: names a snapshot, changes no row; allowed
+# on a dynamic table (a tag keeps a refresh's result for audits or time travel)
+ALTER_TAG = "ALTER TAG"
+
+
 @dataclass(frozen=True)
 class Statement:
     text: str

@@ -1109,3 +1109,19 @@ def test_a_temporary_function_missing_at_refresh_says_where_it_lives(lh: Lakehou
     with pytest.raises(DynTablesError, match="(?i)if plus_one is a temporary function"):
         lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
     assert rows(lh.sql(f"SELECT * FROM {dt}")) == [(1, 2)]
+
+
+def test_a_tag_keeps_a_refresh_s_result(lh: Lakehouse, pipeline) -> None:
+    """ALTER TABLE ... CREATE TAG names a snapshot and changes no row: it was refused
+    on a dynamic table with every other ALTER TABLE."""
+    src, dt = pipeline
+    lh.sql(f"ALTER TABLE {dt} CREATE TAG audit")
+    lh.sql(f"INSERT INTO {src} VALUES ('a', 10)")
+    lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("a", 13), ("b", 5)]
+    assert rows(lh.sql(f"SELECT * FROM {dt} VERSION AS OF 'audit'")) == [("a", 3), ("b", 5)]
+    history = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
+    assert history.refresh_mode == "INCREMENTAL"
+    lh.sql(f"ALTER TABLE {dt} DROP TAG audit")
+    with pytest.raises(DynamicTableDmlError, match="CREATE TAG"):
+        lh.sql(f"ALTER TABLE {dt} CREATE BRANCH dev")
