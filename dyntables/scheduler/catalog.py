@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from dyntables.catalog.definition import ACTIVE, SUSPENDED, DynamicTableDef, RefreshState
 from dyntables.catalog.iceberg import load_table
 from dyntables.catalog.trash import SYSTEM_NAMESPACE
+from dyntables.errors import ConfigError
 from dyntables.refresh.history import (
     NO_DATA,
     QUEUED,
@@ -28,7 +29,7 @@ from dyntables.refresh.history import (
 )
 from dyntables.refresh.ids import new_job_id
 from dyntables.scheduler.plan import TableView
-from dyntables.sql.tokens import TableName
+from dyntables.sql.tokens import TableName, namespace_shown
 
 if TYPE_CHECKING:
     from dyntables.catalog.registry import Registry
@@ -63,7 +64,7 @@ class CatalogAccess:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.registry = registry
-        self.namespaces = tuple(namespaces) if namespaces is not None else None
+        self.namespaces = _known(registry, namespaces) if namespaces is not None else None
         self.tables = tuple(tables) if tables is not None else None
         self.discover_every = discover_every
         self.clock = clock
@@ -175,3 +176,18 @@ class CatalogAccess:
                 )
             ]
         )
+
+
+def _known(registry: Registry, namespaces: Iterable[str]) -> tuple[str, ...]:
+    """The namespaces of the scope by name (```my-ns``` as written in SQL reads
+    ``my-ns``); one the catalog does not have is named: a scheduler scoped to a typo
+    refreshed nothing and said nothing."""
+    names = tuple(namespace_shown(n) for n in namespaces)
+    catalog = registry.catalog
+    for name in names:
+        if not registry.spark.catalog.databaseExists(TableName((catalog, name)).sql()):
+            raise ConfigError(
+                f"namespace {catalog}.{name} not found; the scheduler refreshes dynamic "
+                f"tables of catalog {catalog} (check the names with SHOW NAMESPACES IN {catalog})"
+            )
+    return names

@@ -313,3 +313,22 @@ def test_one_cycle_exits_non_zero_when_a_refresh_failed(
     both = SchedulerConfig(namespaces=(ns,))
     assert serve(lh, both, out=out, once=True) == 1
     assert "1 failed" in out.getvalue()
+
+
+def test_a_scope_naming_a_namespace_the_catalog_lacks_is_an_error(
+    lh: Lakehouse, unique, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A typo in --namespace started a scheduler that refreshed nothing and said
+    nothing; a namespace written back-quoted (`my-ns`) was looked up quoted twice."""
+    ns = unique("sched_scope")
+    lh.sql(f"CREATE NAMESPACE `{ns}-x`")
+    code = main(
+        ["scheduler", "--namespace", f"{ns}_typo", "--once"],
+        lakehouse_factory=BorrowedLakehouse(lh).factory,
+    )
+    err = capsys.readouterr().err
+    assert code != 0
+    assert f"namespace {lh.catalog}.{ns}_typo not found" in err
+    config = SchedulerConfig(namespaces=(f"`{ns}-x`",))
+    scheduler = Scheduler(lh.commands.registry, config)
+    assert scheduler.catalog.namespaces == (f"{ns}-x",)
