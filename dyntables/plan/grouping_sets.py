@@ -91,7 +91,7 @@ def _unit(u: exp.Expr) -> list[exp.Expr]:
 
 def branch(select: exp.Select, keys: list[exp.Expr], everything: list[exp.Expr]) -> exp.Select:
     """``select`` for the grouping set ``keys``: grouped by them, the other keys NULL
-    outside aggregates, GROUPING/GROUPING_ID constant."""
+    outside aggregates (but inside a key of the set), GROUPING/GROUPING_ID constant."""
     absent = [k for k in everything if k not in keys]
     for call in select.find_all(exp.Grouping, exp.GroupingId):
         if any(arg not in everything for arg in call.expressions):
@@ -110,6 +110,11 @@ def branch(select: exp.Select, keys: list[exp.Expr], everything: list[exp.Expr])
         out = replaced(e)
         if out is not e:
             return out
+        # a key of this set is its grouped value whole, as Spark matches a select item
+        # to a grouping expression before its parts: ``coalesce(k, 0)`` in the set
+        # ``(coalesce(k, 0))`` is not coalesce(NULL, 0) where k is outside the set
+        if e in keys:
+            return e
         # an aggregate reads the rows' own values; MEAN, TRY_SUM, EVERY, ... are
         # aggregates sqlglot reads as plain calls
         if is_aggregate_call(e) or isinstance(e, (exp.Subquery, exp.Query)):
