@@ -361,7 +361,7 @@ class Commands:
         for key, value in stmt.properties:
             if key == "data_retention_days":
                 days = _retention_days(value, name)
-            elif key.startswith(PREFIX):
+            elif key.startswith(PREFIX) or key.lower() in _STAGING:
                 raise InvalidOptionError(
                     f"property {key} is managed by dyntables and cannot be set"
                 )
@@ -424,7 +424,7 @@ class Commands:
             props = {
                 **dt.to_properties(),
                 **state.to_properties(),
-                "write.wap.enabled": "true",
+                **dict.fromkeys(_STAGING, "true"),
                 **METADATA_PROPERTIES,
                 **_retention_properties(dt.retention_days),
             }
@@ -758,9 +758,10 @@ class Commands:
                 days = _retention_days(value, name)
                 props.update(_retention_properties(days))
                 props[PREFIX + "retention_days"] = str(days)
-            elif key.startswith(PREFIX):
+            elif key.startswith(PREFIX) or (dt is not None and key.lower() in _STAGING):
                 raise InvalidOptionError(
                     f"property {key} is managed by dyntables and cannot be set"
+                    + (" (each refresh stages its commit with it)" if dt is not None else "")
                 )
             else:
                 props[key] = value
@@ -770,6 +771,12 @@ class Commands:
     def _ok(self) -> DataFrame:
         """What Spark returns for DDL: a frame with no columns (no job, no Python worker)."""
         return self.spark.range(0).select()
+
+
+# a dynamic table's refresh stages its commit (write-audit-publish) and publishes it
+# with the refresh state: with it off, a refresh committed at once, and every later
+# refresh took the table for changed outside (FULL, TABLE_CHANGED; helper-20)
+_STAGING = {"write.wap.enabled"}
 
 
 def _retention_properties(days: int) -> dict[str, str]:

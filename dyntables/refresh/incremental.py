@@ -572,7 +572,11 @@ def _is_sum_flag(node: Any, flag: str) -> bool:
 
 
 def _recover_state(spark: Any, states: dict[str, dict[str, object]]) -> None:
-    """Undo state committed by a refresh that failed before its table commit."""
+    """Undo state committed by a refresh that failed before its table commit. A state
+    table compacted since (``rewrite_data_files``: ``replace`` snapshots) holds the same
+    rows and is kept; one whose recorded snapshot was expired since cannot be read as
+    it was, and the refresh rebuilds it (FULL, STATE_MISSING): rolling back to it
+    failed every refresh."""
     for info in states.values():
         name = table_name_of(info)
         table = load_table(spark, name)
@@ -580,6 +584,14 @@ def _recover_state(spark: Any, states: dict[str, dict[str, object]]) -> None:
             raise StateMissingError(f"{DYNTABLES_PREFIX}state table {name} is missing")
         recorded, current = snapshot_of(info), table.current_snapshot_id()
         if recorded is not None and current != recorded:
+            if table.snapshot(recorded) is None:
+                raise StateMissingError(
+                    f"{DYNTABLES_PREFIX}state table {name} no longer has the snapshot the "
+                    f"last refresh recorded ({recorded}; expired)"
+                )
+            chain = table.ancestors_between(current, recorded) if current is not None else None
+            if chain and all(s.operation == "replace" for s in chain):
+                continue
             table.rollback_to(recorded)
         elif recorded is None and current is not None:
             # there is no snapshot to go back to: the refresh falls back to FULL, which

@@ -42,7 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from dyntables.catalog.definition import DynamicTableDef, RefreshState, SourceVersion
+from dyntables.catalog.definition import DynamicTableDef, RefreshState, SourceVersion, snapshot_of
 from dyntables.catalog.iceberg import load_table
 from dyntables.engine.checkpoint import settings_for_a_while
 from dyntables.errors import IncrementalNotSupportedError
@@ -64,7 +64,7 @@ from dyntables.refresh.full import (
 )
 from dyntables.refresh.full import qualifier as _qualifier
 from dyntables.refresh.history import FULL, INCREMENTAL, NO_DATA
-from dyntables.refresh.incremental import incremental_refresh
+from dyntables.refresh.incremental import StateMissingError, incremental_refresh
 from dyntables.sql.tokens import TableName
 
 if TYPE_CHECKING:
@@ -228,10 +228,13 @@ class Planner:
         if set(previous.state_tables) != state_keys(compiled.plan):
             return FULL, STATE_MISSING, full
         for info in previous.state_tables.values():
-            if (
-                load_table(self.registry.spark, TableName(tuple(str(info["table"]).split("."))))
-                is None
+            state = load_table(self.registry.spark, TableName(tuple(str(info["table"]).split("."))))
+            recorded_state = snapshot_of(info)
+            if state is None or (
+                recorded_state is not None and state.snapshot(recorded_state) is None
             ):
+                # gone, or the snapshot the last refresh left expired since (a
+                # maintenance job's compaction and expire_snapshots): rebuild it
                 return FULL, STATE_MISSING, full
         captures: dict[str, Capture] = {}
         for name, version in pinned.items():
@@ -397,6 +400,8 @@ def _incremental_failure(exc: Exception) -> str | None:
     lacks) is the refresh's, and its message says what to do."""
     from pyspark.errors import AnalysisException, ParseException
 
+    if isinstance(exc, StateMissingError):
+        return STATE_MISSING
     if isinstance(exc, ParseException):
         return DELTA_SQL_INVALID
     if isinstance(exc, AnalysisException):

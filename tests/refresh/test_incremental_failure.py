@@ -6,9 +6,11 @@ from __future__ import annotations
 from pyspark.errors import AnalysisException, ParseException
 
 from dyntables.ivm import aggregate as agg
+from dyntables.refresh.incremental import StateMissingError
 from dyntables.refresh.planner import (
     DELTA_SQL_INVALID,
     INCONSISTENT_STATE,
+    STATE_MISSING,
     SUM_OVERFLOW,
     _first_line,
     _incremental_failure,
@@ -34,3 +36,9 @@ def test_sql_spark_refuses_is_not_taken_for_a_failed_check() -> None:
 
 def test_any_other_error_is_the_refresh_s_own() -> None:
     assert _incremental_failure(OSError("disk full")) is None
+
+
+def test_state_gone_mid_refresh_is_rebuilt_as_state_missing() -> None:
+    assert _incremental_failure(StateMissingError("dyntables: state table x is missing")) == (
+        STATE_MISSING
+    )

@@ -286,6 +286,20 @@ def test_retention_days_must_be_0_to_90(lh: Lakehouse, pipeline, value: str) -> 
         lh.sql(f"ALTER TABLE {dt} SET PROPERTIES ('data_retention_days'='{value}')")
 
 
+def test_the_staging_of_refresh_commits_cannot_be_turned_off(lh: Lakehouse, pipeline) -> None:
+    """With write.wap.enabled off a refresh committed at once, and every later one took
+    the table for written outside dyntables: FULL, TABLE_CHANGED (helper-20)."""
+    src, dt = pipeline
+    with pytest.raises(InvalidOptionError, match="write.wap.enabled is managed by dyntables"):
+        lh.sql(f"ALTER TABLE {dt} SET PROPERTIES ('write.wap.enabled'='false')")
+    with pytest.raises(InvalidOptionError, match="write.wap.enabled is managed by dyntables"):
+        lh.sql(
+            f"CREATE OR REPLACE DYNAMIC TABLE {dt} PROPERTIES ('write.wap.enabled'='false') "
+            f"AS SELECT k, SUM(v) AS total FROM {src} GROUP BY k"
+        )
+    lh.sql(f"ALTER TABLE {src} SET PROPERTIES ('write.wap.enabled'='false')")  # a plain table
+
+
 def test_retention_days_given_at_create(lh: Lakehouse, pipeline) -> None:
     """One statement, not CREATE then ALTER; CREATE OR REPLACE without it keeps it."""
     src, dt = pipeline
