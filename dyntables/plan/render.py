@@ -12,27 +12,16 @@ parenthesized before the text is written: parentheses never change what a tree m
 
 from __future__ import annotations
 
-import re
 import threading
 
 from sqlglot import exp
-from sqlglot.dialects.spark import Spark
+
+from dyntables.sql.tokens import needs_quotes
 
 # written as something other than an infix or prefix operator over its operands
 _NOT_OPERATORS = (exp.Dot, exp.Kwarg, exp.PropertyEQ, exp.Paren, exp.SubqueryPredicate)
 _OPERANDS = ("this", "expression", "low", "high")
 _WRITING = threading.Lock()
-
-
-# words Spark's lexer reads as something other than a name when bare (``true`` is a
-# literal, ``not`` an operator; reserved words under ANSI): a superset, as quoting a
-# name never changes it
-_WORDS = frozenset(k.lower() for k in Spark.Tokenizer.KEYWORDS if k.replace("_", "").isalpha())
-_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _needs_quotes(name: str) -> bool:
-    return not _PLAIN.fullmatch(name) or name.lower() in _WORDS
 
 
 def _operator(e: object) -> bool:
@@ -53,7 +42,7 @@ def _bare_operands(
     unquoted = []
     for node in tree.walk():
         if isinstance(node, exp.Identifier):
-            if not node.quoted and _needs_quotes(node.name):
+            if not node.quoted and needs_quotes(node.name):
                 unquoted.append(node)
             continue
         # ESCAPE's operand is the LIKE it belongs to: ``(x LIKE p) ESCAPE c`` is no SQL

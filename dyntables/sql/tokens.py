@@ -7,6 +7,7 @@ raw text of a sub-clause (the AS <select>, a WHERE condition) can be sliced out.
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 
@@ -56,12 +57,23 @@ class TableName:
         return ".".join(self.parts)
 
 
+# words Spark's lexer reads as something other than a name when bare (``true`` is a
+# literal, ``not`` an operator; reserved words under ANSI): a superset, as quoting a
+# name never changes it
+_WORDS = frozenset(k.lower() for k in Spark.Tokenizer.KEYWORDS if k.replace("_", "").isalpha())
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def needs_quotes(name: str) -> bool:
+    """Whether Spark reads ``name`` as that name only back-quoted: not a plain ASCII
+    word (``my-ns``, ``größe``, ``2024``: ``ns.2024`` lexes as ``ns`` and a number), or
+    a keyword (``true``)."""
+    return not _PLAIN.fullmatch(name) or name.lower() in _WORDS
+
+
 def quote_part(part: str) -> str:
-    """One name part as Spark reads it: back-quoted unless it is a plain word (one
-    starting with a digit is not: ``ns.2024`` lexes as ``ns`` and a number)."""
-    if part.replace("_", "a").isalnum() and part.isascii() and not part[:1].isdigit():
-        return part
-    return back_quoted(part)
+    """One name part as Spark reads it: back-quoted where it needs it."""
+    return back_quoted(part) if needs_quotes(part) else part
 
 
 def back_quoted(name: str) -> str:

@@ -30,6 +30,10 @@ def test_threads_tokenizing_at_once_each_read_their_own_text() -> None:
 def test_names_are_written_back_quoted_where_spark_needs_it() -> None:
     name = TableName(("lakehouse", "my-ns", "2024", "a`b", "plain_1", "é"))
     assert name.sql() == "lakehouse.`my-ns`.`2024`.`a``b`.plain_1.`é`"
+    # a keyword: ANSI's reserved words (order) and the literals (true) are no names bare
+    assert TableName(("lakehouse", "public", "order", "true")).sql() == (
+        "lakehouse.public.`order`.`true`"
+    )
 
 
 def test_a_name_as_written_is_split_at_its_dots_only_outside_quotes() -> None:
