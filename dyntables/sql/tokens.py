@@ -60,7 +60,12 @@ class TableName:
 # words Spark's lexer reads as something other than a name when bare (``true`` is a
 # literal, ``not`` an operator; reserved words under ANSI): a superset, as quoting a
 # name never changes it
-_WORDS = frozenset(k.lower() for k in Spark.Tokenizer.KEYWORDS if k.replace("_", "").isalpha())
+_WORDS = frozenset(
+    word.lower()
+    for keyword in Spark.Tokenizer.KEYWORDS  # "ORDER BY" is one of sqlglot's
+    for word in keyword.split()
+    if word.replace("_", "").isalpha()
+)
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
