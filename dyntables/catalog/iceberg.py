@@ -236,24 +236,23 @@ class IcebergTable:
                         elif isinstance(value, float) and math.isnan(value):
                             predicate = exprs.isNaN(term)  # no literal can be NaN
                         elif field.transform().isIdentity() and _timestamp_micros(
-                            schema.findType(field.sourceId()), value
+                            source_type := schema.findType(field.sourceId()), value
                         ):
-                            predicate = self._micros_equal(source, field.sourceId(), value)
+                            predicate = self._micros_equal(exprs, source, source_type, value)
                         else:
                             predicate = exprs.equal(term, value)
                         match = getattr(exprs, "and")(match, predicate)
                     row_filter = getattr(exprs, "or")(row_filter, match)
         return row_filter
 
-    def _micros_equal(self, source: str, source_id: int, value: int) -> Any:
+    def _micros_equal(self, exprs: Any, source: str, source_type: Any, value: int) -> Any:
         """``source = value`` for a timestamp partition value (microseconds). py4j hands
         a whole number back as an Integer when it fits in 32 bits, and Iceberg converts
         no Integer to a timestamp: a timestamp within 36 minutes of 1970-01-01 (UTC)
         failed the capture (FULL, SOURCE_HISTORY_UNAVAILABLE). A Long converts."""
-        exprs = java_class(self.spark, "org.apache.iceberg.expressions.Expressions")
         literal = java_class(self.spark, "org.apache.iceberg.expressions.Literal").of(value)
         long_type = java_class(self.spark, "org.apache.iceberg.types.Types$LongType").get()
-        typed = literal.to(long_type).to(self._t.schema().findType(source_id))
+        typed = literal.to(long_type).to(source_type)
         operation = java_class(self.spark, "org.apache.iceberg.expressions.Expression$Operation")
         return exprs.predicate(operation.EQ, source, typed)
 

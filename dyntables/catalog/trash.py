@@ -53,6 +53,7 @@ class Trash:
     def __init__(self, spark: Any, catalog: str) -> None:
         self.spark = spark
         self.catalog = catalog
+        self._system = TableName((catalog, SYSTEM_NAMESPACE)).sql()  # where trash tables go
         self.fs = FileSystem(spark)
         conf = spark.conf
         self.hadoop = (
@@ -83,9 +84,7 @@ class Trash:
             record = Dropped(
                 str(name), dt_id, now, retention_days, trash_name.sql(), trash_name.sql(), states
             )
-            self.spark.sql(
-                f"CREATE NAMESPACE IF NOT EXISTS {TableName((self.catalog, SYSTEM_NAMESPACE)).sql()}"
-            )
+            self.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {self._system}")
             # the record first: a crash before the rename leaves the table where it was
             # (a later DROP writes its own), one after it a trash table UNDROP can find
             self.spark.sql(
@@ -133,11 +132,9 @@ class Trash:
                 except Exception:  # a half-written entry (crash during DROP) is skipped
                     continue
             return found
-        if not self.spark.catalog.databaseExists(TableName((self.catalog, SYSTEM_NAMESPACE)).sql()):
+        if not self.spark.catalog.databaseExists(self._system):
             return found  # nothing was ever dropped (or refreshed) in this catalog
-        rows = self.spark.sql(
-            f"SHOW TABLES IN {TableName((self.catalog, SYSTEM_NAMESPACE)).sql()}"
-        ).collect()
+        rows = self.spark.sql(f"SHOW TABLES IN {self._system}").collect()
         for row in rows:
             if row.tableName.startswith("trash__"):
                 table = load_table(

@@ -64,10 +64,6 @@ class Applied:
     unchanged: bool = False
 
 
-def _q(name: str) -> str:
-    return back_quoted(name)
-
-
 def _helper(name: str, columns: list[str]) -> str:
     """``name`` for a helper column next to the table's own, made unique: a table may have
     a column called ``_n`` (or ``_op``, ``__i``...) itself."""
@@ -91,7 +87,7 @@ def apply_delta(
     can overwrite the partitions holding them instead of MERGing."""
     if table_rows is not None and table_rows <= SINGLE_JOB_MAX_ROWS:
         return _rewrite_counted(spark, table_sql, columns, delta_sql, view_prefix)
-    cols = ", ".join(_q(c) for c in columns)
+    cols = ", ".join(back_quoted(c) for c in columns)
     i = _helper("__i", columns)
     stored, consolidated = cached_alone(
         spark.sql(
@@ -144,7 +140,7 @@ def append_delta(spark: Any, table_sql: str, columns: list[str], delta_sql: str)
     """Append a delta known to hold only positive weights (see
     :func:`dyntables.ivm.rules.keeps_inserts_positive`): one job, no consolidation, no
     count (the staged snapshot's summary says how many rows were added)."""
-    cols = ", ".join(_q(c) for c in columns)
+    cols = ", ".join(back_quoted(c) for c in columns)
     i = _helper("__i", columns)
     spark.sql(
         f"INSERT INTO {table_sql} SELECT {cols} FROM "
@@ -170,7 +166,7 @@ def _rewrite_counted(
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    cols = ", ".join(_q(c) for c in columns)
+    cols = ", ".join(back_quoted(c) for c in columns)
     n, d, m, i = (_helper(h, columns) for h in ("_n", "_d", "_m", "__i"))
     counted = spark.sql(
         f"SELECT {cols}, SUM({n}) AS {n}, SUM({d}) AS {d} FROM ("
@@ -235,7 +231,7 @@ def _bounds_items(bounded: list[tuple[str, str]]) -> str:
     columns of the counting job (no job of their own)."""
     items = []
     for k, (name, type_sql) in enumerate(bounded):
-        c = _q(name)
+        c = back_quoted(name)
         if type_sql in AS_NUMBERS:
             c = f"{AS_NUMBERS[type_sql][0]}({c})"
         items.append(
@@ -293,7 +289,7 @@ class _Field:
 
     @property
     def unit(self) -> str:
-        c = _q(self.name)
+        c = back_quoted(self.name)
         if self.type_sql == "date":
             day = f"unix_date({c})"
         elif self.type_sql == "timestamp":
@@ -335,7 +331,7 @@ def _units_items(field: _Field | None) -> str:
     return (
         f", slice(array_sort(collect_set(IF({W} < 0, {field.unit}, NULL))), 1, "
         f"{OVERWRITE_MAX_PARTITIONS + 1}) AS _pu, "
-        f"COUNT_IF({W} < 0 AND {_q(field.name)} IS NULL) AS _pn"
+        f"COUNT_IF({W} < 0 AND {back_quoted(field.name)} IS NULL) AS _pn"
     )
 
 
@@ -383,7 +379,7 @@ def _overwrite_condition(
     files = partitioning.count_files(field.source, field.transform, values)
     if files > negatives * OVERWRITE_FILES_PER_VALUE:
         return None
-    c = _q(field.name)
+    c = back_quoted(field.name)
     parts = []
     if field.transform == "identity" and field.type_sql != "date":  # an integral column
         parts = [f"{c} IN ({', '.join(str(u) for u in units)})"] if units else []
@@ -408,7 +404,7 @@ def _overwrite(spark: Any, table_sql: str, columns: list[str], view: str, condit
     added in the same commit."""
     from pyspark.sql import functions as F
 
-    cols = ", ".join(_q(c) for c in columns)
+    cols = ", ".join(back_quoted(c) for c in columns)
     n, m, i = (_helper(h, columns) for h in ("_n", "_m", "__i"))
     checked = _checked_count(exp.column(n))
     rows = spark.sql(
@@ -428,7 +424,7 @@ def _merge(
     that gain copies: inserted. ``ranges`` (see :func:`_losing_ranges`) limits which of
     the table's rows are compared."""
     where = f" WHERE {ranges}" if ranges else ""
-    cols = ", ".join(_q(c) for c in columns)
+    cols = ", ".join(back_quoted(c) for c in columns)
     one, cur, n, i, op = (_helper(h, columns) for h in ("_one", "_cur", "_n", "__i", "_op"))
     match = spark_sql(
         null_safe_eq_all(
@@ -453,8 +449,8 @@ def _merge(
             [exp.column(c, "t") for c in columns], [exp.column(c, "s") for c in columns]
         )
     )
-    names = ", ".join(_q(c) for c in columns)
-    values = ", ".join(f"s.{_q(c)}" for c in columns)
+    names = ", ".join(back_quoted(c) for c in columns)
+    values = ", ".join(f"s.{back_quoted(c)}" for c in columns)
     spark.sql(
         f"MERGE INTO {table_sql} t USING ({source}) s ON s.{op} = 'D' AND {on}{' AND ' + ranges if ranges else ''} "
         f"WHEN MATCHED THEN DELETE WHEN NOT MATCHED AND s.{op} = 'I' THEN INSERT ({names}) VALUES ({values})"

@@ -252,6 +252,6 @@ def namespace_shown(text: str) -> str:
     returned as given."""
     try:
         parts = parse_name(text).parts
-    except Exception:  # noqa: BLE001 - not a name this grammar reads: as given
+    except SqlSyntaxError:  # not a name this grammar reads: as given
         return text
     return parts[0] if len(parts) == 1 else text
