@@ -157,7 +157,7 @@ def plan_capture(
     try:
         if any(_delete_files(s.summary) for s in chain) or _delete_files(start.summary):
             method = SNAPSHOT_DIFF
-            diff = _task_diff(table, old.snapshot, new.snapshot, [s.snapshot_id for s in chain])
+            diff = _segmented_diff(table, start, chain)
         else:
             method = FILES
             diff = _file_diff(table, (s.snapshot_id for s in chain))
@@ -177,6 +177,37 @@ def _file_diff(table: IcebergTable, snapshot_ids: Iterable[int]) -> FileDiff:
     removed, added = table.net_file_changes(snapshot_ids)
     records = sum(int(f.recordCount()) for f in removed + added)
     return FileDiff(tuple(table.file_tasks(removed)), tuple(table.file_tasks(added)), records)
+
+
+def _segmented_diff(table: IcebergTable, start: Any, chain: list[Any]) -> FileDiff:
+    """The change of a range with delete files, read between the compactions in it.
+
+    A compaction (``replace``) rewrites files and their delete files without changing a
+    row, so the change of the range is the sum of the changes of the stretches between
+    its compactions. Diffing the range's two ends instead would read every file the
+    compaction rewrote, twice, in every partition the range changed: after a nightly
+    compaction, a one-row INSERT read its whole partition as it was and as it is. A
+    stretch of appends reads only its new files: a delete file never applies to a data
+    file committed after it."""
+    parts: list[FileDiff] = []
+    before, stretch = start, []
+    for snap in [*chain, None]:
+        if snap is not None and snap.operation != "replace":
+            stretch.append(snap)
+            continue
+        if stretch:
+            ids = [s.snapshot_id for s in stretch]
+            appends = all(s.operation == "append" for s in stretch)
+            if appends or not any(_delete_files(s.summary) for s in [before, *stretch]):
+                parts.append(_file_diff(table, ids))
+            else:
+                parts.append(_task_diff(table, before.snapshot_id, ids[-1], ids))
+        before, stretch = snap, []
+    return FileDiff(
+        tuple(t for p in parts for t in p.left),
+        tuple(t for p in parts for t in p.arrived),
+        sum(p.records for p in parts),
+    )
 
 
 def _task_diff(table: IcebergTable, old: int, new: int, chain: list[int]) -> FileDiff:
