@@ -109,6 +109,19 @@ def _schema_ids(table: IcebergTable, *snapshot_ids: int) -> set[int | None]:
     return ids
 
 
+def compacted_only(table: IcebergTable, old: SourceVersion, new: SourceVersion) -> bool:
+    """Whether ``table`` went from ``old`` to ``new`` by compactions alone (``replace``
+    snapshots), under one schema: then the same query gives the same rows."""
+    if old.uuid != new.uuid or old.refs != new.refs:
+        return False
+    if old.snapshot is None or new.snapshot is None or table.snapshot(old.snapshot) is None:
+        return False
+    if len(_schema_ids(table, old.snapshot, new.snapshot)) > 1:
+        return False
+    chain = table.ancestors_between(new.snapshot, old.snapshot)
+    return bool(chain) and all(s.operation == "replace" for s in chain or ())
+
+
 def plan_capture(
     table: IcebergTable, old: SourceVersion, new: SourceVersion, columns: Sequence[str] = ()
 ) -> Capture:

@@ -21,6 +21,7 @@ from dyntables.engine.errors import refresh_hint
 from dyntables.engine.metrics import input_rows
 from dyntables.errors import DynTablesError, RefreshConflictError, RefreshFailedError
 from dyntables.refresh import faults
+from dyntables.refresh.changes import compacted_only
 from dyntables.refresh.full import current_sources
 from dyntables.refresh.history import (
     FAILED,
@@ -171,8 +172,26 @@ class Refresher:
                 reason = f"source {missing[0]} was dropped; keeping the current data until it is recreated"
                 return self._no_data(dt, trigger, started, t0, job_id, reason)
             moved = previous is not None and _changed_outside(table, previous)
-            if previous is not None and not (force_full or moved) and _unchanged(previous, pinned):
-                return self._no_data(dt, trigger, started, t0, job_id, None)
+            if previous is not None and not (force_full or moved):
+                if _unchanged(previous, pinned):
+                    return self._no_data(dt, trigger, started, t0, job_id, None)
+                compacted = _only_compacted(self.spark, previous, pinned)
+                if compacted:
+                    # no row changed: record the sources' new snapshots, so the next
+                    # refresh is NO_DATA from metadata alone (a FULL-mode table, or one
+                    # whose query has no delta rule, recomputed here before)
+                    state = RefreshState(
+                        job_id,
+                        now_ms(),
+                        pinned,
+                        NO_DATA,
+                        previous.state_tables,
+                        table.current_snapshot_id(),
+                    )
+                    table.publish(None, state.to_properties())
+                    return self._no_data(
+                        dt, trigger, started, t0, job_id, None, {"compacted": ", ".join(compacted)}
+                    )
             rows = rows_together([source_rows, table.total_records()])
             session = self._child_session(job_id, dt, rows)
             mode, reason, executor = self.registry.planner.choose(
@@ -363,6 +382,7 @@ class Refresher:
         t0: float,
         job_id: str,
         reason: str | None,
+        extra: dict[str, object] | None = None,
     ) -> RefreshOutcome:
         outcome = RefreshOutcome(
             str(dt.name),
@@ -374,7 +394,7 @@ class Refresher:
             job_id,
             reason,
         )
-        stats: dict[str, object] = {"rows_inserted": 0, "rows_deleted": 0}
+        stats: dict[str, object] = {"rows_inserted": 0, "rows_deleted": 0, **(extra or {})}
         self._record(dt, trigger, started, outcome, stats, error=None, note=reason)
         return outcome
 
@@ -428,6 +448,21 @@ def _changed_outside(table: IcebergTable, previous: RefreshState) -> bool:
         return True
     chain = table.ancestors_between(current, recorded)
     return chain is None or any(s.operation != "replace" for s in chain)
+
+
+def _only_compacted(
+    spark: Any, previous: RefreshState, pinned: dict[str, SourceVersion]
+) -> list[str]:
+    """The sources that moved since the last refresh when each moved by compactions
+    alone (no row changed), else none."""
+    if set(previous.sources) != set(pinned):
+        return []
+    moved = [k for k, v in sorted(pinned.items()) if previous.sources[k] != v]
+    for name in moved:
+        table = load_table(spark, TableName(tuple(name.split("."))))
+        if table is None or not compacted_only(table, previous.sources[name], pinned[name]):
+            return []
+    return moved
 
 
 def _unchanged(previous: RefreshState, pinned: dict[str, SourceVersion]) -> bool:

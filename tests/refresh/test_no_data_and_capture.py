@@ -166,29 +166,36 @@ def test_a_merge_on_read_change_reads_only_the_files_it_touched(
 
 
 def test_a_compaction_of_a_source_is_no_change(lh: Lakehouse, unique) -> None:
-    """rewrite_data_files moves rows between files without changing them: the refresh
-    reads nothing for it, alone or between real changes."""
-    src, dt = unique("src"), unique("dt")
+    """rewrite_data_files moves rows between files without changing them: a refresh after
+    it alone is NO_DATA (even of a table that recomputes on every change), and one
+    after it and real changes reads only those."""
+    src, dt, full = unique("src"), unique("dt"), unique("full")
     lh.sql(
         f"""
         CREATE TABLE {src} (k INT, v INT);
         INSERT INTO {src} VALUES (1, 10), (2, 20);
         INSERT INTO {src} VALUES (3, 30);
         INSERT INTO {src} VALUES (3, 30);
-        CREATE DYNAMIC TABLE {dt} REFRESH_MODE = INCREMENTAL AS SELECT k, SUM(v) AS s FROM {src} GROUP BY k
+        CREATE DYNAMIC TABLE {dt} REFRESH_MODE = INCREMENTAL AS SELECT k, SUM(v) AS s FROM {src} GROUP BY k;
+        CREATE DYNAMIC TABLE {full} REFRESH_MODE = FULL AS SELECT k, v FROM {src}
         """
     )
     compact = f"CALL lakehouse.system.rewrite_data_files(table => 'public.{src}', options => map('min-input-files', '2'))"
     lh.sql(compact)
     assert lh.sql(f"SELECT count(*) FROM public.{src}.files").first()[0] == 1
-    refreshed = lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first()
-    assert (refreshed.refresh_mode, refreshed.rows_inserted, refreshed.rows_deleted) == (
-        "INCREMENTAL",
-        0,
-        0,
-    )
-    assert (_capture(lh, dt), _stats(lh, dt)[f"rows_read.{src}"]) == ("none", "0")
-    assert_oracle(lh, dt)
+    for name in (dt, full):
+        before = _current(lh, name)
+        refreshed = lh.sql(f"REFRESH DYNAMIC TABLE {name}").first()
+        assert (refreshed.refresh_mode, refreshed.rows_inserted, refreshed.rows_deleted) == (
+            "NO_DATA",
+            0,
+            0,
+        )
+        assert _stats(lh, name)["compacted"] == str(lh.qualify(src))
+        assert _current(lh, name) == before  # no commit of data
+        assert_oracle(lh, name)
+        # the compacted snapshot is recorded: the next refresh is NO_DATA from metadata
+        assert "compacted" not in _refresh_stats(lh, name)
     # an insert, a compaction that swallows it, and an update of the compacted file:
     # the inserted file is read (+), the compacted file (which held it) as it left (-)
     lh.sql(f"INSERT INTO {src} VALUES (4, 40)")
@@ -198,6 +205,9 @@ def test_a_compaction_of_a_source_is_no_change(lh: Lakehouse, unique) -> None:
     assert _capture(lh, dt) == "files"
     assert _stats(lh, dt)[f"rows_read.{src}"] == str(1 + 5 + 5)
     assert_oracle(lh, dt)
+    # a compaction and a change: the FULL-mode table recomputes
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {full}").first().refresh_mode == "FULL"
+    assert_oracle(lh, full)
 
 
 def test_a_compaction_between_merge_on_read_changes_is_read_around(lh: Lakehouse, unique) -> None:
@@ -234,6 +244,12 @@ def test_a_compaction_between_merge_on_read_changes_is_read_around(lh: Lakehouse
     assert _capture(lh, dt) == "snapshot_diff"
     assert int(_stats(lh, dt)[f"rows_read.{src}"]) == 2 * (compacted - 1) + 2
     assert_oracle(lh, dt)
+
+
+def _refresh_stats(lh: Lakehouse, dt: str) -> dict[str, str]:
+    """The stats of a refresh run now (a NO_DATA from metadata records plain stats)."""
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "NO_DATA"
+    return _stats(lh, dt)
 
 
 def _current(lh: Lakehouse, table: str) -> int | None:
