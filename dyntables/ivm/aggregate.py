@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
@@ -255,17 +255,113 @@ def finalize(
     elif call.func in ("min", "max"):
         value = c["m"]
     elif avg_type and avg_type.startswith("decimal"):
-        # Spark's own AVG(decimal): sum / CAST(count AS DECIMAL(20,0)), cast to the result type
-        quotient = exp.Div(
-            this=c["s"], expression=exp.cast(c["n"], "decimal(20,0)", dialect="spark")
-        )
-        value = exp.cast(quotient, avg_type, dialect="spark")
+        value = _decimal_average(c["s"], c["n"], avg_type)
     else:
         value = exp.Div(
             this=exp.cast(c["s"], "double", dialect="spark"),
             expression=exp.cast(c["n"], "double", dialect="spark"),
         )
     return exp.If(this=has_value, true=value, false=exp.null())
+
+
+_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
+
+
+def _decimal_type(type_sql: str) -> tuple[int, int] | None:
+    m = _DECIMAL.fullmatch(type_sql.strip().lower())
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def exact_average(arg_type: str) -> bool:
+    """Whether the AVG of a DECIMAL(p, s) argument is finalized exactly from its sum and
+    count (``_decimal_average``), or must be recomputed from the group's rows. Spark
+    divides the sum straight into the result type, DECIMAL(p + 4, s + 4), rounding half
+    up once; a SQL division of the sum is typed by Spark's decimal rules instead, which
+    round wide sums at fewer digits (AVG of a DECIMAL(38,10) at 10 digits, not 14). The
+    exact finalization needs s <= 6 and at most min(29, 33 - s) integer digits; other
+    types are rare, and recomputing their groups is exact by construction."""
+    parsed = _decimal_type(arg_type)
+    if parsed is None:
+        return True  # not a DECIMAL: a DOUBLE average (or an integer one, summed exactly)
+    precision, scale = parsed
+    return scale <= 6 and precision - scale <= min(29, 33 - scale)
+
+
+def _decimal_average(s: exp.Expr, n: exp.Expr, avg_type: str) -> exp.Expr:
+    """sum / count rounded half up at the average's scale T, in steps whose types are the
+    same under every setting of spark.sql.decimalOperations.allowPrecisionLoss:
+
+      r = s % n                          exact, |r| < n
+      I = (s - r) / n                    an integer, exact
+      F = round_half_up(r * 10^T / n)    (2 r 10^T +- n) div 2n, integer division
+      I + F * 10^-T                      exact in DECIMAL(38, T), then the result type
+
+    The sum of the two parts is the average: s = I n + r, and I and r share a sign."""
+    parsed = _decimal_type(avg_type)
+    if (
+        parsed is None
+        or parsed[1] < 4
+        or not exact_average(f"decimal({parsed[0] - 4},{parsed[1] - 4})")
+    ):
+        raise ValueError(
+            f"an average of type {avg_type} cannot be finalized exactly from its state; "
+            "it should have been recomputed (aggregate.exact_average)"
+        )
+    t = parsed[1]
+    count = exp.cast(n.copy(), "decimal(19,0)", dialect="spark")
+    rest = exp.cast(
+        exp.Mod(this=s.copy(), expression=count.copy()),
+        f"decimal({19 + t - 4},{t - 4})",
+        dialect="spark",
+    )
+    whole = exp.cast(
+        exp.Div(
+            this=exp.cast(
+                exp.Sub(this=s.copy(), expression=rest.copy()), "decimal(38,0)", dialect="spark"
+            ),
+            expression=count.copy(),
+        ),
+        f"decimal({37 - t},0)",
+        dialect="spark",
+    )
+    scaled = exp.cast(
+        exp.Mul(
+            this=rest.copy(),
+            expression=exp.cast(lit(10**t), f"decimal({t + 1},0)", dialect="spark"),
+        ),
+        "decimal(38,0)",
+        dialect="spark",
+    )
+    half = exp.If(
+        this=exp.LT(this=scaled.copy(), expression=lit(0)),
+        true=exp.Neg(this=count.copy()),
+        false=count.copy(),
+    )
+    doubled = exp.Add(this=exp.Mul(this=scaled, expression=lit(2)), expression=half)
+    units = exp.IntDiv(
+        this=exp.Paren(this=doubled), expression=exp.Mul(this=count.copy(), expression=lit(2))
+    )
+    fraction = exp.Mul(
+        this=exp.cast(units, f"decimal({t + 1},0)", dialect="spark"),
+        expression=exp.cast(
+            exp.Literal.string("1e-" + str(t)), f"decimal({t},{t})", dialect="spark"
+        ),
+    )
+    return exp.cast(exp.Add(this=whole, expression=fraction), avg_type, dialect="spark")
+
+
+def recompute_inexact_averages(node: Aggregate, arg_types: Mapping[str, str]) -> Aggregate:
+    """``node`` with every AVG whose argument type (``arg_types``, by call column) has no
+    exact finalization recomputed for the groups a change touches instead."""
+    calls = tuple(
+        AggCall(RECOMPUTED, exp.Avg(this=c.arg.copy()), c.column)
+        if c.func == "avg" and c.arg is not None and not exact_average(arg_types.get(c.column, ""))
+        else c
+        for c in node.aggs
+    )
+    if all(a is b for a, b in zip(calls, node.aggs, strict=True)):
+        return node
+    return replace(node, aggs=calls)
 
 
 def finalized(

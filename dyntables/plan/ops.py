@@ -7,7 +7,8 @@ ambiguity. Expressions are sqlglot trees whose column references are those names
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 
 from sqlglot import exp
 
@@ -189,6 +190,26 @@ class Window(Node):
     @property
     def children(self) -> tuple[Node, ...]:
         return (self.child,)
+
+
+def replace_nodes(node: Node, swap: Mapping[int, Node]) -> Node:
+    """``node`` with the nodes ``swap`` names (by ``id``) replaced, their ancestors
+    rebuilt; a plan is frozen, so a later pass (one that needs Spark's types) makes a
+    new one."""
+    if id(node) in swap:
+        return swap[id(node)]
+    changes: dict[str, object] = {}
+    for f in fields(node):
+        value = getattr(node, f.name)
+        if isinstance(value, Node):
+            new = replace_nodes(value, swap)
+            if new is not value:
+                changes[f.name] = new
+        elif isinstance(value, tuple) and value and all(isinstance(v, Node) for v in value):
+            rebuilt = tuple(replace_nodes(v, swap) for v in value)
+            if any(a is not b for a, b in zip(rebuilt, value, strict=True)):
+                changes[f.name] = rebuilt
+    return replace(node, **changes) if changes else node
 
 
 def walk_post_order(node: Node) -> list[Node]:

@@ -9,7 +9,7 @@ refresh's WAP-staged session.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlglot import exp
@@ -20,7 +20,7 @@ from dyntables.ivm import aggregate as agg
 from dyntables.ivm.rules import NEW, OLD, Materialized, Renderer
 from dyntables.ivm.sqlb import W, alias, col, select, sub
 from dyntables.plan.build import Plan
-from dyntables.plan.ops import Aggregate, Node, Scan, walk_post_order
+from dyntables.plan.ops import Aggregate, Node, Scan, replace_nodes, scans, walk_post_order
 from dyntables.plan.render import spark_sql
 from dyntables.refresh.retention import metadata_properties_sql
 from dyntables.sql.tokens import TableName, back_quoted
@@ -152,17 +152,47 @@ def avg_types(spark: Any, renderer: Renderer, node: Aggregate) -> dict[str, str]
     return {f.name: f.dataType.simpleString() for f in spark.sql(spark_sql(q)).schema.fields}
 
 
+def avg_arg_types(spark: Any, renderer: Renderer, node: Aggregate) -> dict[str, str]:
+    """The type of each AVG call's argument, by column (analysis only, no job)."""
+    calls = [c for c in node.aggs if c.func == "avg" and c.arg is not None]
+    if not calls:
+        return {}
+    items = [alias(exp.Max(this=c.arg.copy()), c.column) for c in calls if c.arg is not None]
+    q = select(items, sub(renderer.rel(node.child, NEW)))
+    return {f.name: f.dataType.simpleString() for f in spark.sql(spark_sql(q)).schema.fields}
+
+
 def integral_avgs(spark: Any, renderer: Renderer, node: Aggregate) -> frozenset[str]:
     """The AVG calls (by column) over integers: their running sum is kept exact and wide
     (aggregate.EXACT_AVG_SUM), where Spark's AVG sums them in DOUBLE."""
-    calls = [c for c in node.aggs if c.func == "avg" and c.arg is not None]
-    if not calls:
-        return frozenset()
-    items = [alias(exp.Max(this=c.arg.copy()), c.column) for c in calls if c.arg is not None]
-    q = select(items, sub(renderer.rel(node.child, NEW)))
     integral = ("tinyint", "smallint", "int", "bigint")
-    fields = spark.sql(spark_sql(q)).schema.fields
-    return frozenset(f.name for f in fields if f.dataType.simpleString() in integral)
+    types = avg_arg_types(spark, renderer, node)
+    return frozenset(name for name, type_sql in types.items() if type_sql in integral)
+
+
+def with_exact_averages(spark: Any, plan: Plan) -> Plan:
+    """``plan`` with each AVG that its sum and count cannot give exactly (a DECIMAL
+    argument outside aggregate.exact_average) recomputed for the groups a change
+    touches: Spark's types decide, which the pure builder does not know."""
+    nodes = [n for _, n in aggregate_nodes(plan) if any(c.func == "avg" for c in n.aggs)]
+    if not nodes:
+        return plan
+    current = {str(s.table): None for s in scans(plan.root)}
+    sources = BoundSources(spark, old=current, new=current)
+    renderer = Renderer(sources)
+    sources.renderer = renderer
+    swap: dict[int, Node] = {}
+    for node in nodes:
+        try:
+            types = avg_arg_types(spark, renderer, node)
+        except Exception:  # noqa: BLE001 - a source gone: the refresh says so; finalizing
+            return plan  # an AVG it could not type refuses, it never rounds wrong
+        rebuilt = agg.recompute_inexact_averages(node, types)
+        if rebuilt is not node:
+            swap[id(node)] = rebuilt
+    if not swap:
+        return plan
+    return replace(plan, root=replace_nodes(plan.root, swap))
 
 
 def state_table_name(catalog: str, dt_id: str, key: str, generation: str) -> TableName:

@@ -53,7 +53,7 @@ from dyntables.plan.build import Plan, build_plan
 from dyntables.plan.not_incremental import NotIncremental
 from dyntables.plan.ops import scans
 from dyntables.refresh.changes import NONE, SOURCE_REPLACED, Capture, plan_capture
-from dyntables.refresh.compiled import aggregate_nodes, state_keys
+from dyntables.refresh.compiled import aggregate_nodes, state_keys, with_exact_averages
 from dyntables.refresh.estimate import ReadEstimate, RecomputeCheaper
 from dyntables.refresh.full import (
     check_columns,
@@ -145,7 +145,7 @@ class Planner:
         columns = [c for c, _ in fields]
         source_columns = {str(k): [c for c, _ in v] for k, v in schema.items()}
         try:
-            plan = build_plan(dt.query, schema, _qualifier(dt))
+            plan = with_exact_averages(spark, build_plan(dt.query, schema, _qualifier(dt)))
             for _, node in aggregate_nodes(plan):
                 code = agg.supported(node)
                 if code:
