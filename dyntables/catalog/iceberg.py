@@ -355,6 +355,11 @@ class IcebergTable:
             found[name] = {str(f.type().toString()) for f in fields if f is not None}
         return found
 
+    def column_names(self) -> list[str]:
+        """The top-level column names of the current schema."""
+        columns = self._t.schema().columns()
+        return [str(columns.get(i).name()) for i in range(columns.size())]
+
     def total_records(self) -> int | None:
         snap = self.current_snapshot()
         if snap is None:

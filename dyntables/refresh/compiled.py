@@ -45,6 +45,15 @@ def state_keys(plan: Plan) -> set[str]:
     return keys
 
 
+def state_columns(plan: Plan) -> dict[str, set[str]]:
+    """The columns each aggregate's state table holds, by state key."""
+    out: dict[str, set[str]] = {}
+    for key, node in aggregate_nodes(plan):
+        lay = agg.layout(node)
+        out[key] = {*lay.keys, agg.CNT, *(n for _, names in lay.aggs for n in names.values())}
+    return out
+
+
 def table_ref(name: TableName, snapshot: int | None) -> exp.Expr:
     table = exp.to_table(name.sql(), dialect="spark")
     if snapshot is not None:

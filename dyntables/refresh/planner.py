@@ -53,7 +53,12 @@ from dyntables.plan.build import Plan, build_plan
 from dyntables.plan.not_incremental import NotIncremental
 from dyntables.plan.ops import scans
 from dyntables.refresh.changes import NONE, SOURCE_REPLACED, Capture, plan_capture
-from dyntables.refresh.compiled import aggregate_nodes, state_keys, with_exact_averages
+from dyntables.refresh.compiled import (
+    aggregate_nodes,
+    state_columns,
+    state_keys,
+    with_exact_averages,
+)
 from dyntables.refresh.estimate import ReadEstimate, RecomputeCheaper
 from dyntables.refresh.full import (
     check_columns,
@@ -227,7 +232,8 @@ class Planner:
             return FULL, compiled.reason.code, full
         if set(previous.state_tables) != state_keys(compiled.plan):
             return FULL, STATE_MISSING, full
-        for info in previous.state_tables.values():
+        expected = state_columns(compiled.plan)
+        for key, info in previous.state_tables.items():
             state = load_table(self.registry.spark, TableName(tuple(str(info["table"]).split("."))))
             recorded_state = snapshot_of(info)
             if state is None or (
@@ -235,6 +241,10 @@ class Planner:
             ):
                 # gone, or the snapshot the last refresh left expired since (a
                 # maintenance job's compaction and expire_snapshots): rebuild it
+                return FULL, STATE_MISSING, full
+            if not expected.get(key, set()) <= set(state.column_names()):
+                # kept for another plan of the query (an older version's, one that
+                # finalized an AVG it now recomputes): rebuild it
                 return FULL, STATE_MISSING, full
         captures: dict[str, Capture] = {}
         for name, version in pinned.items():

@@ -62,3 +62,29 @@ def test_state_compacted_and_expired_is_rebuilt_not_failed(lh: Lakehouse, unique
     lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
     assert _last(lh, dt) == ("INCREMENTAL", None)
     assert_oracle(lh, dt)
+
+
+def test_state_kept_for_another_plan_is_rebuilt(lh: Lakehouse, unique) -> None:
+    """State whose columns are not the ones the plan reads (written by an older version
+    that kept a running sum for an AVG it now recomputes) is rebuilt: FULL STATE_MISSING,
+    then INCREMENTAL again."""
+    src, dt = unique("src"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (k INT, a DECIMAL(38,10));
+        INSERT INTO {src} VALUES (1, 1.0000000001), (1, 2.0000000002);
+        CREATE DYNAMIC TABLE {dt} AS SELECT k, AVG(a) AS m FROM {src} GROUP BY k
+        """
+    )
+    state = _state_table(lh, dt)
+    lh.sql(f"ALTER TABLE lakehouse.{state} RENAME COLUMN a0_v TO a0_s")
+    lh.sql(f"INSERT INTO {src} VALUES (1, 0.0000000007), (1, 3)")
+    lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
+    assert _last(lh, dt) == ("FULL", "STATE_MISSING")
+    assert rows(lh.sql(f"SELECT m FROM {dt}")) == [
+        (rows(lh.sql(f"SELECT AVG(a) FROM {src}"))[0][0],)
+    ]
+    lh.sql(f"INSERT INTO {src} VALUES (2, 5)")
+    lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
+    assert _last(lh, dt) == ("INCREMENTAL", None)
+    assert_oracle(lh, dt)
