@@ -29,6 +29,11 @@ Every FULL carries a stable reason code that the user sees in history and EXPLAI
                               delta (a compiler bug; the error is in stats); recomputed
   TABLE_CHANGED               the dynamic table's own table is not as the last refresh
                               left it (rolled back, or written through Spark directly)
+  DELTA_ARITHMETIC_ERROR      with ANSI mode on, the delta met an arithmetic or cast
+                              error (overflow, division by zero) on rows the query
+                              never evaluates (a new row beside the other side's old
+                              rows, a deleted value negated); recomputed, which fails
+                              only if the query itself does
   SUM_OVERFLOW                a DECIMAL sum of a group the change touches left
                               DECIMAL(38)'s range (Spark's SUM is NULL there), or a
                               DECIMAL(38, s > 6) one reached 38 - s integer digits,
@@ -92,6 +97,23 @@ WINDOW_OVER_ALL_ROWS_DETAIL = (
 INCONSISTENT_STATE = "INCONSISTENT_STATE"
 DELTA_SQL_INVALID = "DELTA_SQL_INVALID"
 SUM_OVERFLOW = "SUM_OVERFLOW"
+DELTA_ARITHMETIC_ERROR = "DELTA_ARITHMETIC_ERROR"
+# Spark's run-time errors of arithmetic and casts (ANSI mode): a delta evaluates the
+# query's expressions on rows the query never meets (a new row beside the other side's
+# old rows, a deleted value negated), so its error is not the query's
+_ARITHMETIC = (
+    "[ARITHMETIC_OVERFLOW]",
+    "[DIVIDE_BY_ZERO]",
+    "[INTERVAL_DIVIDED_BY_ZERO]",
+    "[CAST_OVERFLOW",
+    "[CAST_INVALID_INPUT]",
+    "[NUMERIC_VALUE_OUT_OF_RANGE]",
+    "[NUMERIC_OUT_OF_SUPPORTED_RANGE]",
+    "[DATETIME_OVERFLOW]",
+    "[INVALID_ARRAY_INDEX",
+    "[INVALID_INDEX_OF_ZERO]",
+    "Overflow in sum of decimals",
+)
 TABLE_CHANGED = "TABLE_CHANGED"
 
 # AUTO recomputes when the estimated change (or what a join's delta reads) is at least
@@ -418,7 +440,7 @@ def _incremental_failure(exc: Exception) -> str | None:
         return None
     text = str(exc)
     if "dyntables: " not in text:
-        return None
+        return DELTA_ARITHMETIC_ERROR if any(a in text for a in _ARITHMETIC) else None
     return SUM_OVERFLOW if agg.OVERFLOW in text else INCONSISTENT_STATE
 
 

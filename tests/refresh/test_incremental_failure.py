@@ -8,6 +8,7 @@ from pyspark.errors import AnalysisException, ParseException
 from dyntables.ivm import aggregate as agg
 from dyntables.refresh.incremental import StateMissingError
 from dyntables.refresh.planner import (
+    DELTA_ARITHMETIC_ERROR,
     DELTA_SQL_INVALID,
     INCONSISTENT_STATE,
     STATE_MISSING,
@@ -42,3 +43,17 @@ def test_state_gone_mid_refresh_is_rebuilt_as_state_missing() -> None:
     assert _incremental_failure(StateMissingError("dyntables: state table x is missing")) == (
         STATE_MISSING
     )
+
+
+def test_an_ansi_arithmetic_error_in_the_delta_recomputes() -> None:
+    """The delta evaluates expressions on rows the query never meets; a recompute fails
+    only if the query itself does (corpus bug-ansi-error-in-a-delta-only)."""
+    for text in (
+        "[ARITHMETIC_OVERFLOW] long overflow. Use 'try_add' to tolerate overflow",
+        "Job aborted: org.apache.spark.SparkArithmeticException: [DIVIDE_BY_ZERO] Division by zero.",
+        "[CAST_OVERFLOW] The value 1e40 of the type DOUBLE cannot be cast to INT",
+    ):
+        assert _incremental_failure(RuntimeError(text)) == DELTA_ARITHMETIC_ERROR
+    # unresolved SQL is never an arithmetic error, whatever it quotes
+    quoted = "[UNRESOLVED_ROUTINE] f\n'Project [a / b] -- [DIVIDE_BY_ZERO]"
+    assert _incremental_failure(AnalysisException(message=quoted)) is None
