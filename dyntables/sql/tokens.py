@@ -65,7 +65,22 @@ _WORDS = frozenset(
     for keyword in Spark.Tokenizer.KEYWORDS  # "ORDER BY" is one of sqlglot's
     for word in keyword.split()
     if word.replace("_", "").isalpha()
-)
+) | {
+    # Spark 3.5's words reserved under spark.sql.ansi.enforceReservedKeywords that
+    # sqlglot does not list (``SELECT keyword FROM sql_keywords() WHERE reserved`` in
+    # such a session, less the words above)
+    "authorization",
+    "both",
+    "cast",
+    "check",
+    "leading",
+    "only",
+    "percentile_cont",
+    "percentile_disc",
+    "trailing",
+    "user",
+    "within",
+}
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from dyntables.errors import SqlSyntaxError
-from dyntables.sql.tokens import TableName, namespace_shown, parse_name, tokenize
+from dyntables.sql.tokens import TableName, namespace_shown, needs_quotes, parse_name, tokenize
 
 
 def _statement(i: int) -> str:
@@ -49,3 +49,20 @@ def test_a_namespace_spark_shows_back_quoted_is_read_as_its_name() -> None:
     assert namespace_shown("`a``b`") == "a`b"
     assert namespace_shown("public") == "public"
     assert namespace_shown("a.b") == "a.b"  # nested: as given
+
+
+def test_every_word_spark_reserves_under_ansi_is_back_quoted(lh) -> None:  # noqa: ANN001
+    """A column named ``user`` made the compiler's SQL a syntax error in a session with
+    spark.sql.ansi.enforceReservedKeywords (helper-21): sqlglot's keywords lack it."""
+    spark = lh.spark
+    keys = ("spark.sql.ansi.enabled", "spark.sql.ansi.enforceReservedKeywords")
+    before = {k: spark.conf.get(k) for k in keys}
+    try:
+        for k in keys:
+            spark.conf.set(k, "true")
+        reserved = [r[0] for r in spark.sql("SELECT * FROM sql_keywords()").collect() if r[1]]
+    finally:
+        for k, v in before.items():
+            spark.conf.set(k, v)
+    assert len(reserved) > 50
+    assert [w for w in reserved if not needs_quotes(w) or not needs_quotes(w.lower())] == []
