@@ -3,7 +3,7 @@
 Spark's AVG divides the sum straight into DECIMAL(p + 4, s + 4); a plain SQL division of
 the sum is typed by Spark's decimal rules and, for wide types, rounded at fewer digits
 (AVG of a DECIMAL(38,10) at 10 digits, not 14). Checked over groups whose exact averages
-sit next to a rounding boundary, with both settings of allowPrecisionLoss.
+sit next to a rounding boundary, with both settings of allowPrecisionLoss, and ANSI on.
 """
 
 from __future__ import annotations
@@ -35,8 +35,10 @@ def _values(rng: random.Random, precision: int, scale: int) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("allow_loss", ["true", "false"])
-def test_finalized_decimal_averages_equal_sparks(lh: Lakehouse, allow_loss: str) -> None:
+@pytest.mark.parametrize(
+    ("allow_loss", "ansi"), [("true", "false"), ("false", "false"), ("true", "true")]
+)
+def test_finalized_decimal_averages_equal_sparks(lh: Lakehouse, allow_loss: str, ansi: str) -> None:
     spark = lh.spark
     rng = random.Random(20261127)
     rows = []
@@ -45,8 +47,13 @@ def test_finalized_decimal_averages_equal_sparks(lh: Lakehouse, allow_loss: str)
         for group in range(12):
             for v in _values(rng, precision, scale):
                 rows.append(f"('{precision},{scale}', {group}, '{v}')")
-    before = spark.conf.get("spark.sql.decimalOperations.allowPrecisionLoss")
-    spark.conf.set("spark.sql.decimalOperations.allowPrecisionLoss", allow_loss)
+    keys = {
+        "spark.sql.decimalOperations.allowPrecisionLoss": allow_loss,
+        "spark.sql.ansi.enabled": ansi,
+    }
+    before = {k: spark.conf.get(k) for k in keys}
+    for k, v in keys.items():
+        spark.conf.set(k, v)
     try:
         for precision, scale in TYPES:
             t = f"decimal({precision},{scale})"
@@ -64,7 +71,8 @@ def test_finalized_decimal_averages_equal_sparks(lh: Lakehouse, allow_loss: str)
             assert not wrong, f"{t}: AVG differs from the finalized sum/count in {wrong}"
             assert all(r.f is not None for r in compared)
     finally:
-        spark.conf.set("spark.sql.decimalOperations.allowPrecisionLoss", before)
+        for k, v in before.items():
+            spark.conf.set(k, v)
 
 
 def test_the_exact_domain() -> None:
