@@ -102,7 +102,7 @@ DELTA_ARITHMETIC_ERROR = "DELTA_ARITHMETIC_ERROR"
 # query's expressions on rows the query never meets (a new row beside the other side's
 # old rows, a deleted value negated), so its error is not the query's
 _ARITHMETIC = (
-    "[ARITHMETIC_OVERFLOW]",
+    "ARITHMETIC_OVERFLOW]",  # [BINARY_...] (TINYINT, SMALLINT), [INTERVAL_...] too
     "[DIVIDE_BY_ZERO]",
     "[INTERVAL_DIVIDED_BY_ZERO]",
     "[CAST_OVERFLOW",
@@ -112,7 +112,15 @@ _ARITHMETIC = (
     "[DATETIME_OVERFLOW]",
     "[INVALID_ARRAY_INDEX",
     "[INVALID_INDEX_OF_ZERO]",
+    "[CANNOT_PARSE_TIMESTAMP]",
+    "[INVALID_FRACTION_OF_SECOND]",
     "Overflow in sum of decimals",
+    # the classes Spark throws them as, and its hint on the errors ANSI mode raises
+    # (some have no error class: make_date's "Invalid date", "year 10000 is out of range")
+    "SparkArithmeticException",
+    "SparkDateTimeException",
+    "java.time.DateTimeException",
+    '"spark.sql.ansi.enabled"',
 )
 TABLE_CHANGED = "TABLE_CHANGED"
 

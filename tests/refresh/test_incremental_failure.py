@@ -52,6 +52,10 @@ def test_an_ansi_arithmetic_error_in_the_delta_recomputes() -> None:
         "[ARITHMETIC_OVERFLOW] long overflow. Use 'try_add' to tolerate overflow",
         "Job aborted: org.apache.spark.SparkArithmeticException: [DIVIDE_BY_ZERO] Division by zero.",
         "[CAST_OVERFLOW] The value 1e40 of the type DOUBLE cannot be cast to INT",
+        "SparkArithmeticException: [BINARY_ARITHMETIC_OVERFLOW] 100S * 30000S caused overflow.",
+        "[INTERVAL_ARITHMETIC_OVERFLOW] Integer overflow while operating with intervals.",
+        'Invalid date \'FEBRUARY 30\'. If necessary set "spark.sql.ansi.enabled" to "false"',
+        "java.time.DateTimeException: year 10000 is out of range",
     ):
         assert _incremental_failure(RuntimeError(text)) == DELTA_ARITHMETIC_ERROR
     # unresolved SQL is never an arithmetic error, whatever it quotes
