@@ -26,6 +26,7 @@ the scanned columns), the refresh is FULL with a reason code instead.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -107,6 +108,17 @@ def _schema_ids(table: IcebergTable, *snapshot_ids: int) -> set[int | None]:
         value = jtable.snapshot(sid).schemaId()
         ids.add(None if value is None else int(value))
     return ids
+
+
+# Iceberg's metadata columns that say where a row is stored: a compaction changes them
+_FILE_METADATA = re.compile(r"\b_(file|pos|spec_id|partition|deleted)\b", re.IGNORECASE)
+
+
+def reads_file_metadata(query: str) -> bool:
+    """Whether ``query`` may read where its rows are stored (``_file``, ``_pos``, ...),
+    which a compaction changes: its result then moves with every compaction. A match in
+    a string or a column of that name only costs the compaction shortcut."""
+    return _FILE_METADATA.search(query) is not None
 
 
 def compacted_only(table: IcebergTable, old: SourceVersion, new: SourceVersion) -> bool:

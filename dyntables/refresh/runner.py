@@ -21,7 +21,7 @@ from dyntables.engine.errors import refresh_hint
 from dyntables.engine.metrics import input_rows
 from dyntables.errors import DynTablesError, RefreshConflictError, RefreshFailedError
 from dyntables.refresh import faults
-from dyntables.refresh.changes import compacted_only
+from dyntables.refresh.changes import compacted_only, reads_file_metadata
 from dyntables.refresh.full import current_sources
 from dyntables.refresh.history import (
     FAILED,
@@ -175,7 +175,11 @@ class Refresher:
             if previous is not None and not (force_full or moved):
                 if _unchanged(previous, pinned):
                     return self._no_data(dt, trigger, started, t0, job_id, None)
-                compacted = _only_compacted(self.spark, previous, pinned)
+                compacted = (
+                    []
+                    if reads_file_metadata(dt.query)
+                    else _only_compacted(self.spark, previous, pinned)
+                )
                 if compacted:
                     # no row changed: record the sources' new snapshots, so the next
                     # refresh is NO_DATA from metadata alone (a FULL-mode table, or one

@@ -9,6 +9,7 @@ import pytest
 from dyntables import Lakehouse
 from dyntables.catalog.iceberg import load_table
 from dyntables.engine.metrics import jobs_started
+from tests.conftest import rows
 from tests.oracle import assert_oracle
 
 
@@ -208,6 +209,28 @@ def test_a_compaction_of_a_source_is_no_change(lh: Lakehouse, unique) -> None:
     # a compaction and a change: the FULL-mode table recomputes
     assert lh.sql(f"REFRESH DYNAMIC TABLE {full}").first().refresh_mode == "FULL"
     assert_oracle(lh, full)
+
+
+def test_a_query_reading_where_its_rows_are_stored_recomputes_after_a_compaction(
+    lh: Lakehouse, unique
+) -> None:
+    """A compaction changes no row but every row's ``_file``: a query reading it is not
+    NO_DATA after one (helper-22)."""
+    src, dt = unique("src"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (id INT, v INT);
+        INSERT INTO {src} VALUES (1, 10);
+        INSERT INTO {src} VALUES (2, 20);
+        CREATE DYNAMIC TABLE {dt} AS SELECT id, v, _file AS f FROM {src}
+        """
+    )
+    lh.sql(
+        f"CALL lakehouse.system.rewrite_data_files(table => 'public.{src}', "
+        "options => map('rewrite-all', 'true'))"
+    )
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "FULL"
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == rows(lh.sql(f"SELECT id, v, _file FROM {src}"))
 
 
 def test_a_compaction_between_merge_on_read_changes_is_read_around(lh: Lakehouse, unique) -> None:
