@@ -131,7 +131,7 @@ def compacted_only(table: IcebergTable, old: SourceVersion, new: SourceVersion) 
     if len(_schema_ids(table, old.snapshot, new.snapshot)) > 1:
         return False
     chain = table.ancestors_between(new.snapshot, old.snapshot)
-    return bool(chain) and all(s.operation == "replace" for s in chain or ())
+    return chain is not None and bool(chain) and all(s.operation == "replace" for s in chain)
 
 
 def plan_capture(
