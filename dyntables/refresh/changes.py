@@ -126,7 +126,12 @@ def compacted_only(table: IcebergTable, old: SourceVersion, new: SourceVersion) 
     snapshots), under one schema: then the same query gives the same rows."""
     if old.uuid != new.uuid or old.refs != new.refs:
         return False
-    if old.snapshot is None or new.snapshot is None or table.snapshot(old.snapshot) is None:
+    if old.snapshot is None or new.snapshot is None:
+        return False
+    newest = table.snapshot(new.snapshot)
+    if newest is None or newest.operation != "replace" or table.snapshot(old.snapshot) is None:
+        # the newest commit settles the common case (rows were written) without walking
+        # the range, which costs JVM calls per snapshot
         return False
     if len(_schema_ids(table, old.snapshot, new.snapshot)) > 1:
         return False

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from dyntables.catalog.definition import DynamicTableDef, SourceVersion
-from dyntables.catalog.iceberg import load_table
+from dyntables.catalog.iceberg import IcebergTable, load_table
 from dyntables.engine.errors import spark_message
 from dyntables.errors import QueryColumnsChangedError, SourceSchemaChangedError
 from dyntables.plan.build import Plan
@@ -58,9 +58,17 @@ def refs_of(dt: DynamicTableDef) -> dict[TableName, frozenset[str]]:
     return refs_read(parse_query(dt.query), qualifier(dt))
 
 
-def current_sources(
-    spark: Any, dt: DynamicTableDef
-) -> tuple[dict[str, SourceVersion], list[str], int | None]:
+class CurrentSources(NamedTuple):
+    """What :func:`current_sources` found. ``tables`` are the loaded sources, handed on
+    so that a later step in the same refresh does not read the catalog again."""
+
+    pinned: dict[str, SourceVersion]
+    missing: list[str]
+    rows: int | None
+    tables: dict[str, IcebergTable]
+
+
+def current_sources(spark: Any, dt: DynamicTableDef) -> CurrentSources:
     """The sources' current snapshots, the sources that are gone (a table, or a branch
     or tag the query reads VERSION AS OF), and the rows the sources hold together (None
     when a snapshot does not say). A refresh with one gone records NO_DATA."""
@@ -69,6 +77,7 @@ def current_sources(
     pinned: dict[str, SourceVersion] = {}
     missing: list[str] = []
     counts: list[int | None] = []
+    tables: dict[str, IcebergTable] = {}
     refs = refs_of(dt)
     for source in dt.sources:
         table = load_table(spark, source)
@@ -78,8 +87,9 @@ def current_sources(
         version = table.version(refs.get(source, ()))
         missing += [f"{source} VERSION AS OF '{ref}'" for ref, snap in version.refs if snap is None]
         pinned[str(source)] = version
+        tables[str(source)] = table
         counts.append(table.total_records())
-    return pinned, missing, rows_together(counts)
+    return CurrentSources(pinned, missing, rows_together(counts), tables)
 
 
 def pinned_query_sql(dt: DynamicTableDef, pinned: dict[str, SourceVersion]) -> str:

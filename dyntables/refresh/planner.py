@@ -42,13 +42,13 @@ Every FULL carries a stable reason code that the user sees in history and EXPLAI
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from dyntables.catalog.definition import DynamicTableDef, RefreshState, SourceVersion, snapshot_of
-from dyntables.catalog.iceberg import load_table
+from dyntables.catalog.iceberg import IcebergTable, load_table
 from dyntables.engine.checkpoint import settings_for_a_while
 from dyntables.errors import IncrementalNotSupportedError
 from dyntables.ivm import aggregate as agg
@@ -236,7 +236,10 @@ class Planner:
         pinned: dict[str, SourceVersion],
         force_full: bool,
         spark: Any | None = None,
+        loaded: Mapping[str, IcebergTable] | None = None,
     ) -> tuple[str, str | None, Executor]:
+        """``loaded``: the sources as the runner loaded them to pin ``pinned``, so that
+        they are not read from the catalog a second time."""
         compiled = self.compile(dt, spark)
         if compiled.plan is not None:
             check_columns(
@@ -279,7 +282,9 @@ class Planner:
         captures: dict[str, Capture] = {}
         for name, version in pinned.items():
             recorded = previous.sources.get(name)
-            table = load_table(self.registry.spark, TableName(tuple(name.split("."))))
+            table = (loaded or {}).get(name) or load_table(
+                self.registry.spark, TableName(tuple(name.split(".")))
+            )
             if recorded is None or table is None:
                 return FULL, STATE_MISSING, full
             capture = plan_capture(table, recorded, version, compiled.source_columns.get(name, ()))
@@ -352,7 +357,7 @@ class Planner:
         FULL when one was dropped and created again since the last refresh. Without
         this, DESCRIBE and EXPLAIN said UNKNOWN_SOURCE, or INCREMENTAL."""
         spark = self.registry.spark
-        pinned, missing, _ = current_sources(spark, dt)
+        pinned, missing, _, _ = current_sources(spark, dt)
         if missing:
             return NO_DATA, (
                 f"SOURCE_MISSING: source {missing[0]} is not found; refreshes record "

@@ -140,7 +140,7 @@ class Refresher:
         if previous is None:
             return None
         dt = DynamicTableDef.from_properties(dt.name, properties) or dt
-        pinned, missing, _ = current_sources(self.spark, dt)
+        pinned, missing, _, _ = current_sources(self.spark, dt)
         if missing or not _unchanged(previous, pinned) or _changed_outside(table, previous):
             return None
         return self._no_data(dt, trigger, started, t0, new_job_id(), None)
@@ -166,7 +166,7 @@ class Refresher:
         published = False
         session: Any = None
         try:
-            pinned, missing, source_rows = current_sources(self.spark, dt)
+            pinned, missing, source_rows, loaded = current_sources(self.spark, dt)
             faults.reach("after_pin_sources")
             if missing:
                 reason = f"source {missing[0]} was dropped; keeping the current data until it is recreated"
@@ -178,7 +178,7 @@ class Refresher:
                 compacted = (
                     []
                     if reads_file_metadata(dt.query)
-                    else _only_compacted(self.spark, previous, pinned)
+                    else _only_compacted(loaded, previous, pinned)
                 )
                 if compacted:
                     # no row changed: record the sources' new snapshots, so the next
@@ -199,7 +199,7 @@ class Refresher:
             rows = rows_together([source_rows, table.total_records()])
             session = self._child_session(job_id, dt, rows)
             mode, reason, executor = self.registry.planner.choose(
-                dt, previous, pinned, force_full or moved, session
+                dt, previous, pinned, force_full or moved, session, loaded
             )
             if moved and not force_full:
                 reason = TABLE_CHANGED
@@ -455,17 +455,15 @@ def _changed_outside(table: IcebergTable, previous: RefreshState) -> bool:
 
 
 def _only_compacted(
-    spark: Any, previous: RefreshState, pinned: dict[str, SourceVersion]
+    tables: dict[str, IcebergTable], previous: RefreshState, pinned: dict[str, SourceVersion]
 ) -> list[str]:
     """The sources that moved since the last refresh when each moved by compactions
-    alone (no row changed), else none."""
+    alone (no row changed), else none. ``tables``: the sources as loaded for ``pinned``."""
     if set(previous.sources) != set(pinned):
         return []
     moved = [k for k, v in sorted(pinned.items()) if previous.sources[k] != v]
-    for name in moved:
-        table = load_table(spark, TableName(tuple(name.split("."))))
-        if table is None or not compacted_only(table, previous.sources[name], pinned[name]):
-            return []
+    if not all(compacted_only(tables[k], previous.sources[k], pinned[k]) for k in moved):
+        return []
     return moved
 
 
