@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import dyntables
 
 REPO = Path(dyntables.__file__).resolve().parents[1]
@@ -69,6 +71,8 @@ with Lakehouse(warehouse=sys.argv[1], conf=conf) as lh:
 """
 
 
+# a minute of its own (three JVMs on two cores): run by CI after `make test` (.ci/run)
+@pytest.mark.slow
 def test_the_seeds_layers_refresh_incrementally_and_exactly_on_executors_of_their_own(
     tmp_path: Path,
 ) -> None:
