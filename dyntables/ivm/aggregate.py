@@ -33,6 +33,7 @@ from sqlglot import exp
 from dyntables.ivm.sqlb import (
     W,
     alias,
+    cast,
     col,
     group_key,
     lit,
@@ -128,7 +129,7 @@ def build_sql(
         if "s" in names:
             summed = arg.copy()  # type: ignore[union-attr]
             if call.column in integral_avgs:
-                summed = exp.cast(summed, EXACT_AVG_SUM, dialect="spark")
+                summed = cast(summed, EXACT_AVG_SUM)
             items.append(alias(exp.Sum(this=summed), names["s"]))
         if "m" in names:
             fn = exp.Min if call.func == "min" else exp.Max
@@ -258,8 +259,8 @@ def finalize(
         value = _decimal_average(c["s"], c["n"], avg_type)
     else:
         value = exp.Div(
-            this=exp.cast(c["s"], "double", dialect="spark"),
-            expression=exp.cast(c["n"], "double", dialect="spark"),
+            this=cast(c["s"].copy(), "double"),
+            expression=cast(c["n"].copy(), "double"),
         )
     return exp.If(this=has_value, true=value, false=exp.null())
 
@@ -308,29 +309,21 @@ def _decimal_average(s: exp.Expr, n: exp.Expr, avg_type: str) -> exp.Expr:
             "it should have been recomputed (aggregate.exact_average)"
         )
     t = parsed[1]
-    count = exp.cast(n.copy(), "decimal(19,0)", dialect="spark")
-    rest = exp.cast(
-        exp.Mod(this=s.copy(), expression=count.copy()),
-        f"decimal({19 + t - 4},{t - 4})",
-        dialect="spark",
-    )
-    whole = exp.cast(
+    count = cast(n.copy(), "decimal(19,0)")
+    rest = cast(exp.Mod(this=s.copy(), expression=count.copy()), f"decimal({19 + t - 4},{t - 4})")
+    whole = cast(
         exp.Div(
-            this=exp.cast(
-                exp.Sub(this=s.copy(), expression=rest.copy()), "decimal(38,0)", dialect="spark"
-            ),
+            this=cast(exp.Sub(this=s.copy(), expression=rest.copy()), "decimal(38,0)"),
             expression=count.copy(),
         ),
         f"decimal({37 - t},0)",
-        dialect="spark",
     )
-    scaled = exp.cast(
+    scaled = cast(
         exp.Mul(
             this=rest.copy(),
-            expression=exp.cast(lit(10**t), f"decimal({t + 1},0)", dialect="spark"),
+            expression=cast(lit(10**t), f"decimal({t + 1},0)"),
         ),
         "decimal(38,0)",
-        dialect="spark",
     )
     half = exp.If(
         this=exp.LT(this=scaled.copy(), expression=lit(0)),
@@ -342,12 +335,10 @@ def _decimal_average(s: exp.Expr, n: exp.Expr, avg_type: str) -> exp.Expr:
         this=exp.Paren(this=doubled), expression=exp.Mul(this=count.copy(), expression=lit(2))
     )
     fraction = exp.Mul(
-        this=exp.cast(units, f"decimal({t + 1},0)", dialect="spark"),
-        expression=exp.cast(
-            exp.Literal.string("1e-" + str(t)), f"decimal({t},{t})", dialect="spark"
-        ),
+        this=cast(units, f"decimal({t + 1},0)"),
+        expression=cast(exp.Literal.string("1e-" + str(t)), f"decimal({t},{t})"),
     )
-    return exp.cast(exp.Add(this=whole, expression=fraction), avg_type, dialect="spark")
+    return cast(exp.Add(this=whole, expression=fraction), avg_type)
 
 
 def recompute_inexact_averages(node: Aggregate, arg_types: Mapping[str, str]) -> Aggregate:
@@ -424,7 +415,7 @@ def delta_sql(
             )
         if "s" in names:
             state_type = (state_types or {}).get(names["s"])
-            value = exp.cast(arg.copy(), state_type, dialect="spark") if state_type else arg
+            value = cast(arg.copy(), state_type) if state_type else arg
             signed = exp.If(
                 this=exp.GT(this=s.copy(), expression=lit(0)),
                 true=value.copy(),
@@ -449,7 +440,7 @@ def delta_sql(
                 added = exp.If(
                     this=exp.GT(this=s.copy(), expression=lit(0)),
                     true=exp.Abs(this=arg.copy()),
-                    false=exp.cast(lit(0), "double", dialect="spark"),
+                    false=cast(lit(0), "double"),
                 )
                 items.append(alias(exp.Sum(this=added), "a_" + names["s"]))
         if "m" in names:
@@ -536,7 +527,7 @@ def change_sql(
             summed = _sum_of_two(
                 add(col(s_name, o_alias), col("d_" + s_name, d_alias)), state_types[s_name]
             )
-            value: exp.Expr = exp.cast(summed, state_types[s_name], dialect="spark")
+            value: exp.Expr = cast(summed, state_types[s_name])
             if _decimal(state_types[s_name]):
                 # NULL now (the addition overflowed) or before (the state had): unknown
                 was = exp.and_(
@@ -607,8 +598,8 @@ def _sum_of_two(total: exp.Add, state_type: str) -> exp.Expr:
         *(exp.LT(this=exp.Abs(this=o.copy()), expression=bound.copy()) for o in operands)
     )
     narrowed = exp.Add(
-        this=exp.cast(operands[0].copy(), narrow, dialect="spark"),
-        expression=exp.cast(operands[1].copy(), narrow, dialect="spark"),
+        this=cast(operands[0].copy(), narrow),
+        expression=cast(operands[1].copy(), narrow),
     )
     return exp.If(this=fits, true=narrowed, false=raise_error(OVERFLOW))
 
@@ -819,10 +810,8 @@ def rebuild_sql(
         count = exp.Sum(this=col(names["n"]))
         items.append(alias(count, "n_" + names["n"]))
         if "s" in names:
-            total: exp.Expr = exp.cast(
-                exp.Sum(this=exp.func("coalesce", col(names["s"]), lit(0))),
-                state_types[names["s"]],
-                dialect="spark",
+            total: exp.Expr = cast(
+                exp.Sum(this=exp.func("coalesce", col(names["s"]), lit(0))), state_types[names["s"]]
             )
             if _decimal(state_types[names["s"]]):
                 # the old sum overflowed (NULL over values; a change row with values
