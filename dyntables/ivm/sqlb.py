@@ -90,10 +90,6 @@ def null_safe_eq_all(left: Sequence[exp.Expr], right: Sequence[exp.Expr]) -> exp
     )
 
 
-def typed_null(type_sql: str) -> exp.Expr:
-    return exp.cast(exp.null(), type_sql, dialect="spark")
-
-
 @functools.lru_cache(maxsize=512)
 def _data_type(type_sql: str) -> exp.DataType:
     return exp.DataType.build(type_sql, dialect="spark")
@@ -106,6 +102,10 @@ def cast(e: exp.Expr, type_sql: str) -> exp.Cast:
     refresh in Python went to parsing the same few types. The parsed type is cached,
     and copied into each tree."""
     return exp.Cast(this=e, to=_data_type(type_sql).copy())
+
+
+def typed_null(type_sql: str) -> exp.Expr:
+    return cast(exp.null(), type_sql)
 
 
 def raise_error(message: str) -> exp.Expr:
