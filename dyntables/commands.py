@@ -50,7 +50,7 @@ from dyntables.plan.query import (
 )
 from dyntables.plan.render import spark_sql
 from dyntables.refresh.compiled import drop_state_tables
-from dyntables.refresh.full import contents_sql, pinned_query_sql
+from dyntables.refresh.full import contents_sql, current_sources, pinned_query_sql
 from dyntables.refresh.history import (
     FAILED,
     FULL,
@@ -610,25 +610,34 @@ class Commands:
     def _lag_seconds(
         self, dt: DynamicTableDef, state: RefreshState | None, now: int
     ) -> float | None:
-        """How far behind its sources: age of the oldest source commit it does not reflect."""
+        """How far behind its sources: the age of the oldest source commit it does not
+        reflect, on a source's main history or on a branch or tag the query reads by
+        name (a ref moves without a commit to main). Unknown (NULL) while a source, or
+        a ref it reads, is gone: no refresh can catch up until it is back (it showed 0,
+        as if the table were current)."""
         if state is None:
             return None
+        current = current_sources(self.spark, dt)
+        if current.missing:
+            return None
         oldest: int | None = None
-        for source in dt.sources:
-            table = load_table(self.spark, source)
-            recorded = state.sources.get(str(source))
-            if table is None or recorded is None:
+        for name, version in current.pinned.items():
+            recorded = state.sources.get(name)
+            if recorded is None:
                 continue
-            current = table.current_snapshot_id()
-            if current is None or current == recorded.snapshot:
-                continue
-            chain = (
-                table.ancestors_between(current, recorded.snapshot)
-                if recorded.uuid == table.uuid
-                else None
-            )
-            first = chain[0].timestamp_ms if chain else (table.current_snapshot().timestamp_ms)  # type: ignore[union-attr]
-            oldest = first if oldest is None else min(oldest, first)
+            table = current.tables[name]
+            seen_refs = dict(recorded.refs)
+            heads = [(version.snapshot, recorded.snapshot)]
+            heads += [(snap, seen_refs.get(ref)) for ref, snap in version.refs]
+            for head, seen in heads:
+                if head is None or head == seen:
+                    continue
+                chain = table.ancestors_between(head, seen) if recorded.uuid == table.uuid else None
+                first = chain[0] if chain else table.snapshot(head)
+                if first is not None:
+                    oldest = (
+                        first.timestamp_ms if oldest is None else min(oldest, first.timestamp_ms)
+                    )
         return 0.0 if oldest is None else round(max(0, now - oldest) / 1000, 3)
 
     def _shown_namespace(self, name: TableName | None) -> str:

@@ -894,6 +894,35 @@ def test_a_branch_or_tag_read_by_name_is_refreshed_when_it_moves(lh: Lakehouse, 
     assert lh.sql(f"REFRESH DYNAMIC TABLE {on_tag}").first().refresh_mode == "NO_DATA"
 
 
+def test_show_lag_follows_a_branch_and_is_unknown_while_a_source_is_gone(
+    lh: Lakehouse, unique
+) -> None:
+    """SHOW's data_lag_seconds was 0 after a write to a branch the query reads (main had
+    not moved), and 0 while a source was dropped, as if the table were current."""
+    src, other, dt = unique("src"), unique("src"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (k INT); INSERT INTO {src} VALUES (1);
+        ALTER TABLE {src} CREATE BRANCH b;
+        CREATE TABLE {other} (k INT); INSERT INTO {other} VALUES (2);
+        CREATE DYNAMIC TABLE {dt} AS
+            SELECT k FROM {src} VERSION AS OF 'b' UNION ALL SELECT k FROM {other}
+        """
+    )
+
+    def lag() -> float | None:
+        return lh.sql(f"SHOW DYNAMIC TABLES LIKE '{dt}'").first().data_lag_seconds
+
+    assert lag() == 0.0
+    lh.sql(f"INSERT INTO lakehouse.public.{src}.branch_b VALUES (3)")
+    time.sleep(0.2)
+    assert (lag() or 0.0) >= 0.2
+    lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
+    assert lag() == 0.0
+    lh.sql(f"DROP TABLE {other}")
+    assert lag() is None
+
+
 @pytest.mark.parametrize(
     "relation",
     [
