@@ -1515,7 +1515,14 @@ def parse_scenario(text: str, name: str = "scenario") -> Scenario:
             if op == "expect":
                 sc.steps.append(Step("expect", (rest[0], " ".join(rest[1].split()))))
             else:
-                if op not in ("refresh_full", "fault", "no_data", "same", "expect_mode"):
+                if op not in (
+                    "refresh_full",
+                    "fault",
+                    "no_data",
+                    "same",
+                    "expect_mode",
+                    "equality_delete",
+                ):
                     raise ValueError(f"unknown directive @{op}")
                 sc.steps.append(Step(op, tuple(rest)))
             continue
@@ -1571,6 +1578,14 @@ def values_sql(rows: Sequence[tuple[str, ...]]) -> str:
     return ", ".join("(" + ", ".join(r) + ")" for r in rows)
 
 
+def mutation_step(stmt: str) -> Step:
+    """The step of one of _mutation's statements: SQL, or a directive (``@op args``)."""
+    if stmt.startswith("@"):
+        op, *args = stmt[1:].split()
+        return Step(op, tuple(args))
+    return Step("sql", (stmt,))
+
+
 def _mutation(
     ch: Chooser,
     table: Table,
@@ -1598,6 +1613,16 @@ def _mutation(
         "delete_all",
         "compact",
     ]
+    if "merge-on-read" in table.options and chance(ch, 0.2):
+        # Flink's upsert sink: delete by key with an equality delete file (Spark writes
+        # only position deletes), then, often, the keys' new rows
+        keys = subset(ch, KEY_VALUES, 1, 2)
+        upsert = [f"@equality_delete {t} {','.join(keys)}"]
+        if chance(ch, 0.6):
+            rows = gen_rows(ch, table, 1, 2, [], pools)
+            rows = [(pick(ch, keys), *row[1:]) for row in rows]
+            upsert.append(f"INSERT INTO {t} VALUES {values_sql(rows)}")
+        return upsert
     # rarely: the snapshot the last refresh recorded is expired (the next one recomputes)
     kind = "expire" if chance(ch, 0.03) else pick(ch, kinds)
     if evolved is not None and t not in evolved and chance(ch, 0.05):
@@ -1747,7 +1772,7 @@ def gen_scenario(
         for _ in range(0 if chance(ch, 0.1) else ch.int(1, 3)):
             table = by_name[pick(ch, used)] if chance(ch, 0.85) else pick(ch, tables)
             for stmt in _mutation(ch, table, known[table.name], qg, pools, evolved):
-                steps.append(Step("sql", (stmt,)))
+                steps.append(mutation_step(stmt))
         order = list(dts)
         if len(order) > 1 and chance(ch, 0.4):
             order.reverse()  # the downstream DT first: it sees the upstream's old contents
@@ -1850,7 +1875,7 @@ def gen_combined(
     # every table a query reads changes (in one or two commits), one maybe twice
     for table in used + ([pick(ch, used)] if chance(ch, 0.5) else []):
         for stmt in _mutation(ch, by_name[table], known[table], qg):
-            steps.append(Step("sql", (stmt,)))
+            steps.append(mutation_step(stmt))
     order = list(queries)
     if chance(ch, 0.4):
         order.reverse()  # downstream tables first: they see their upstream's old contents

@@ -23,6 +23,9 @@ Further checks, as steps or after every refresh:
     commit point) and the next refresh ends equal to the oracle,
   * ``@same``: two dynamic tables with one query (one refreshed per batch, its twin once)
     have the same contents.
+
+A step that is a change, not a check: ``@equality_delete t0 1,NULL`` commits an equality
+delete file on ``t0.k`` (as Flink's upsert sink deletes by key; Spark writes none).
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from dyntables.refresh.planner import DELTA_SQL_INVALID, INCONSISTENT_STATE
 from dyntables.refresh.sessions import keys_set
 from dyntables.sql.tokens import TableName, back_quoted, parse_name
 from tests.differential.generate import Scenario, Step, step_text
+from tests.iceberg_writes import equality_delete
 
 # a source with no snapshot is empty, by a filter Spark cannot fold (as refreshes pin it)
 NEVER_TRUE = never_true().sql("spark")
@@ -472,6 +476,13 @@ class Harness:
             return
         short = args[0]
         real = result.names.get(short, short)
+        if op == "equality_delete":  # @equality_delete t0 1,NULL: by k, as Flink's upsert
+            keys = [None if v.upper() == "NULL" else int(v) for v in args[1].split(",")]
+            try:
+                equality_delete(self.lh, real, "k", keys)
+            except Exception as exc:
+                raise ScenarioError(f"{step_text(step)}: {_one_line(exc)}") from exc
+            return
         if op == "create_dt":
             query = rename(args[1])
             layout = self._layout(args[1], query)

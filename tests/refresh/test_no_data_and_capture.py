@@ -10,6 +10,7 @@ from dyntables import Lakehouse
 from dyntables.catalog.iceberg import load_table
 from dyntables.engine.metrics import jobs_started
 from tests.conftest import rows
+from tests.iceberg_writes import equality_delete
 from tests.oracle import assert_oracle
 
 
@@ -322,45 +323,6 @@ def test_inserts_through_a_join_are_appended_and_an_empty_append_is_not_publishe
     assert_oracle(lh, dwd)
 
 
-def _equality_delete(
-    lh: Lakehouse, name: str, column: str, values: list[int], partition: int | None = None
-) -> None:
-    """Commit one equality delete file (the rows whose INT ``column`` is one of
-    ``values``, in the identity ``partition`` if given), as Flink's upsert sink deletes
-    by key. Spark writes only position deletes, so it is written with Iceberg's own
-    writer, through the JVM."""
-    spark = lh.spark
-    jvm, gateway = spark._jvm, spark.sparkContext._gateway
-    table = load_table(spark, lh.qualify(name))
-    assert table is not None
-    jtable = table._t
-    schema = jtable.schema()
-    names = gateway.new_array(jvm.String, 1)
-    names[0] = column
-    key_schema = schema.select(names)
-    ids = gateway.new_array(jvm.int, 1)
-    ids[0] = schema.findField(column).fieldId()
-    data = jvm.org.apache.iceberg.data
-    factory = data.GenericAppenderFactory(schema, jtable.spec(), ids, key_schema, None)
-    path = jtable.locationProvider().newDataLocation(
-        f"eq-delete-{len(values)}-{id(values)}.parquet"
-    )
-    out = jvm.org.apache.iceberg.encryption.EncryptedFiles.plainAsEncryptedOutput(
-        jtable.io().newOutputFile(path)
-    )
-    key = None
-    if partition is not None:
-        key = data.GenericRecord.create(jtable.spec().partitionType())
-        key.set(0, partition)
-    writer = factory.newEqDeleteWriter(out, jvm.org.apache.iceberg.FileFormat.PARQUET, key)
-    for value in values:
-        record = data.GenericRecord.create(key_schema)
-        record.setField(column, value)
-        writer.write(record)
-    writer.close()
-    jtable.newRowDelta().addDeletes(writer.toDeleteFile()).commit()
-
-
 @pytest.mark.parametrize("partitioned", [False, True])
 def test_equality_deletes_as_a_flink_upsert_writes_them(
     lh: Lakehouse, unique, partitioned: bool
@@ -386,7 +348,7 @@ def test_equality_deletes_as_a_flink_upsert_writes_them(
         """
     )
     # upserts in partition 2: keys 2, 6 and 98 (its MAX) replaced, 200 deleted
-    _equality_delete(lh, src, "k", [2, 6, 98, 200], 2 if partitioned else None)
+    equality_delete(lh, src, "k", [2, 6, 98, 200], {"p": 2})
     lh.sql(f"INSERT INTO {src} VALUES (6, 2, 600), (98, 2, 1)")
     assert lh.sql(f"SELECT count(*) FROM public.{src}.delete_files").first()[0] == 1
     for dt in (agg, top):
@@ -400,7 +362,7 @@ def test_equality_deletes_as_a_flink_upsert_writes_them(
     assert int(stats[f"rows_read.{src}"]) == 2 * (26 if partitioned else 101) + 2
     assert rows(lh.sql(f"SELECT * FROM {agg} WHERE p = 2")) == [(2, 1250 + 5 - 111 + 601, 24, 600)]
     # the key re-inserted is deleted again, and inserted once more after that
-    _equality_delete(lh, src, "k", [6, 7], 2 if partitioned else None)
+    equality_delete(lh, src, "k", [6, 7], {"p": 2})
     lh.sql(f"INSERT INTO {src} VALUES (6, 2, 60)")
     for dt in (agg, top):
         assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
