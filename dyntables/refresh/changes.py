@@ -101,6 +101,13 @@ def _fields(
     return tuple(out)
 
 
+def columns_moved(table: IcebergTable, snapshot_id: int, columns: Sequence[str]) -> bool:
+    """Whether ``columns`` (by field id and type) are other in ``table``'s current schema
+    than in the snapshot's: a read of that snapshot's files bound now reads the current
+    ones (a column dropped and added again reads NULL from the older files)."""
+    return _fields(table, None, columns) != _fields(table, snapshot_id, columns)
+
+
 def _schema_ids(table: IcebergTable, *snapshot_ids: int) -> set[int | None]:
     jtable = table._t
     ids: set[int | None] = {int(jtable.schema().schemaId())}

@@ -38,7 +38,15 @@ from dyntables.refresh.apply import (
     apply_delta,
     observed,
 )
-from dyntables.refresh.changes import APPEND, INITIAL, NONE, Capture, StagedScans, read_changes
+from dyntables.refresh.changes import (
+    APPEND,
+    INITIAL,
+    NONE,
+    Capture,
+    StagedScans,
+    columns_moved,
+    read_changes,
+)
 from dyntables.refresh.compiled import (
     BoundSources,
     aggregate_nodes,
@@ -51,7 +59,32 @@ from dyntables.refresh.estimate import ReadEstimate, ReadWeigher
 from dyntables.sql.tokens import TableName
 
 if TYPE_CHECKING:
+    from dyntables.catalog.definition import SourceVersion
     from dyntables.refresh.runner import RefreshContext, WriteResult
+
+
+class SchemaMovedError(Exception):
+    """A source's columns changed after the refresh pinned its snapshot, before its
+    changes were read: they were read under the new schema, not the pinned one."""
+
+
+def _moved_source(
+    spark: Any,
+    captures: Mapping[str, Capture],
+    pinned: Mapping[str, SourceVersion],
+    source_columns: Mapping[str, list[str]],
+) -> str | None:
+    """The first source read whose columns are now other than at its pinned snapshot.
+    Asked once the changes' DataFrames are bound (each binds the schema current at its
+    load): a change after that cannot reach them, one before it shows here."""
+    for source, capture in sorted(captures.items()):
+        snapshot = pinned[source].snapshot
+        if capture.method == NONE or snapshot is None:
+            continue
+        table = load_table(spark, TableName(tuple(source.split("."))))
+        if table is None or columns_moved(table, snapshot, source_columns[source]):
+            return source
+    return None
 
 
 class StateMissingError(Exception):
@@ -99,34 +132,45 @@ def incremental_refresh(
         states = {k: dict(v) for k, v in previous.state_tables.items()}
         _recover_state(spark, states)
         delta_views: dict[str, str] = {}
-        for i, (source, capture) in enumerate(sorted(captures.items())):
-            ctx.stats[f"capture.{_short(source)}"] = capture.method or "none"
-            if capture.method == NONE:
-                ctx.stats[f"rows_read.{_short(source)}"] = 0
-                continue
-            source_name = TableName(tuple(source.split(".")))
-            df = read_changes(
-                spark,
-                source_name.sql(),
-                source_columns[source],
-                capture,
-                previous.sources[source],
-                ctx.pinned[source],
-                task_sets,
-                load_table(spark, source_name) if capture.diff else None,
-            )
-            if capture.method not in (APPEND, INITIAL):
-                # a consolidated change (a shuffle) is computed once, however often the
-                # delta rules read it; new files are read again instead: caching them
-                # cost more than a second scan (a join layer with 100k appended rows:
-                # 2.8 s cached, 1.05 s not)
-                df = keep(df, exactly=False)
-            view = f"{prefix}_src{i}"
-            df.createOrReplaceTempView(view)
-            views.append(view)
-            delta_views[source] = view
-            # what the capture reads, from snapshot summaries: a count would be a job
-            ctx.stats[f"rows_read.{_short(source)}"] = capture.read_rows
+        try:
+            for i, (source, capture) in enumerate(sorted(captures.items())):
+                ctx.stats[f"capture.{_short(source)}"] = capture.method or "none"
+                if capture.method == NONE:
+                    ctx.stats[f"rows_read.{_short(source)}"] = 0
+                    continue
+                source_name = TableName(tuple(source.split(".")))
+                df = read_changes(
+                    spark,
+                    source_name.sql(),
+                    source_columns[source],
+                    capture,
+                    previous.sources[source],
+                    ctx.pinned[source],
+                    task_sets,
+                    load_table(spark, source_name) if capture.diff else None,
+                )
+                if capture.method not in (APPEND, INITIAL):
+                    # a consolidated change (a shuffle) is computed once, however often the
+                    # delta rules read it; new files are read again instead: caching them
+                    # cost more than a second scan (a join layer with 100k appended rows:
+                    # 2.8 s cached, 1.05 s not)
+                    df = keep(df, exactly=False)
+                view = f"{prefix}_src{i}"
+                df.createOrReplaceTempView(view)
+                views.append(view)
+                delta_views[source] = view
+                # what the capture reads, from snapshot summaries: a count would be a job
+                ctx.stats[f"rows_read.{_short(source)}"] = capture.read_rows
+        except Exception as exc:  # a column renamed after the pin: Spark cannot resolve it
+            moved = _moved_source(spark, captures, ctx.pinned, source_columns)
+            if moved is not None:
+                raise SchemaMovedError(
+                    f"the columns of {moved} changed during the refresh"
+                ) from exc
+            raise
+        moved = _moved_source(spark, captures, ctx.pinned, source_columns)
+        if moved is not None:
+            raise SchemaMovedError(f"the columns of {moved} changed during the refresh")
         faults.reach("after_read_changes")
         sources = BoundSources(
             spark,

@@ -57,7 +57,13 @@ from dyntables.ivm.sqlb import W
 from dyntables.plan.build import Plan, build_plan
 from dyntables.plan.not_incremental import NotIncremental
 from dyntables.plan.ops import scans
-from dyntables.refresh.changes import NONE, SOURCE_REPLACED, Capture, plan_capture
+from dyntables.refresh.changes import (
+    NONE,
+    SOURCE_REPLACED,
+    SOURCE_SCHEMA_CHANGED,
+    Capture,
+    plan_capture,
+)
 from dyntables.refresh.compiled import (
     aggregate_nodes,
     state_columns,
@@ -74,7 +80,11 @@ from dyntables.refresh.full import (
 )
 from dyntables.refresh.full import qualifier as _qualifier
 from dyntables.refresh.history import FULL, INCREMENTAL, NO_DATA
-from dyntables.refresh.incremental import StateMissingError, incremental_refresh
+from dyntables.refresh.incremental import (
+    SchemaMovedError,
+    StateMissingError,
+    incremental_refresh,
+)
 from dyntables.sql.tokens import TableName
 
 if TYPE_CHECKING:
@@ -161,12 +171,27 @@ class Planner:
         self.registry = registry
 
     # -- compiling ---------------------------------------------------------------------------
-    def compile(self, dt: DynamicTableDef, spark: Any | None = None) -> Compiled:
+    def compile(
+        self,
+        dt: DynamicTableDef,
+        spark: Any | None = None,
+        pinned: Mapping[str, SourceVersion] | None = None,
+    ) -> Compiled:
+        """``pinned``: a refresh's source snapshots, whose columns the plan is built over.
+        A source's current columns may be newer: a column added with no write since
+        made a ``SELECT *`` plan one column wider than the table and the rows it reads,
+        and every refresh failed until the source's next write."""
         spark = spark or self.registry.spark
         schema: dict[TableName, list[tuple[str, str]]] = {}
         for source in dt.sources:
+            version = (pinned or {}).get(str(source))
             try:
-                fields = spark.table(source.sql()).schema.fields
+                relation = (
+                    spark.sql(f"SELECT * FROM {source.sql()} VERSION AS OF {version.snapshot}")
+                    if version is not None and version.snapshot is not None
+                    else spark.table(source.sql())
+                )
+                fields = relation.schema.fields
             except Exception:
                 continue
             schema[source] = [(f.name, f.dataType.simpleString()) for f in fields]
@@ -240,7 +265,7 @@ class Planner:
     ) -> tuple[str, str | None, Executor]:
         """``loaded``: the sources as the runner loaded them to pin ``pinned``, so that
         they are not read from the catalog a second time."""
-        compiled = self.compile(dt, spark)
+        compiled = self.compile(dt, spark, pinned)
         if compiled.plan is not None:
             check_columns(
                 dt,
@@ -447,6 +472,8 @@ def _incremental_failure(exc: Exception) -> str | None:
 
     if isinstance(exc, StateMissingError):
         return STATE_MISSING
+    if isinstance(exc, SchemaMovedError):
+        return SOURCE_SCHEMA_CHANGED
     if isinstance(exc, ParseException):
         return DELTA_SQL_INVALID
     if isinstance(exc, AnalysisException):

@@ -228,7 +228,10 @@ class Refresher:
                 )
             if snapshot is not None and (snapshot.adds_nothing or result.unchanged):
                 snapshot = None  # publishing it would show downstream a change of nothing
-            if snapshot is not None and snapshot.parent_id != staged.current_snapshot_id():
+            if snapshot is not None and (
+                snapshot.parent_id != staged.current_snapshot_id()
+                or _written_since(staged, table.current_snapshot_id(), snapshot.parent_id)
+            ):
                 raise RefreshConflictError(
                     f"dynamic table {dt.name} changed while it was being refreshed; the refresh was discarded"
                 )
@@ -451,6 +454,19 @@ def _changed_outside(table: IcebergTable, previous: RefreshState) -> bool:
     if current is None:
         return True
     chain = table.ancestors_between(current, recorded)
+    return chain is None or any(s.operation != "replace" for s in chain)
+
+
+def _written_since(table: IcebergTable, loaded: int | None, base: int | None) -> bool:
+    """Whether rows were written to the table (not only compacted) between the snapshot
+    the refresh loaded it at and the one its staged write is based on. The write keeps
+    them, and published as the refresh's own, no later refresh noticed them: a user's
+    INSERT during a refresh stayed in the table for good (helper-23)."""
+    if base == loaded:
+        return False
+    if base is None:
+        return True
+    chain = table.ancestors_between(base, loaded)
     return chain is None or any(s.operation != "replace" for s in chain)
 
 
