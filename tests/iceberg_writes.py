@@ -3,6 +3,7 @@ Flink's upsert sink deletes by key (the seeds' Flink article)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 
 from dyntables import Lakehouse
@@ -15,13 +16,12 @@ def equality_delete(
     column: str,
     values: Sequence[int | None],
     within: Mapping[str, int] | None = None,
-) -> int:
+) -> None:
     """Commit equality delete files for the rows whose INT ``column`` is one of ``values``
     (None: NULL, which an equality delete matches), one file per partition of the
     table's current spec the values fall in, in one commit; written with Iceberg's own
     writer through the JVM. ``within``: the values of other (INT) columns the spec
-    partitions by (a delete applies only to its partition's rows). Returns the number
-    of files."""
+    partitions by (a delete applies only to its partition's rows)."""
     spark = lh.spark
     jvm, gateway = spark._jvm, spark.sparkContext._gateway
     table = load_table(spark, lh.qualify(name))
@@ -50,10 +50,8 @@ def equality_delete(
         key = str(partition.toString()) if partition is not None else ""
         by_partition.setdefault(key, (partition, []))[1].append(value)
     delta = jtable.newRowDelta()
-    for i, (partition, part_values) in enumerate(by_partition.values()):
-        path = jtable.locationProvider().newDataLocation(
-            f"eq-delete-{jtable.currentSnapshot().snapshotId() if jtable.currentSnapshot() else 0}-{i}.parquet"
-        )
+    for partition, part_values in by_partition.values():
+        path = jtable.locationProvider().newDataLocation(f"eq-delete-{uuid.uuid4().hex}.parquet")
         out = jvm.org.apache.iceberg.encryption.EncryptedFiles.plainAsEncryptedOutput(
             jtable.io().newOutputFile(path)
         )
@@ -67,4 +65,3 @@ def equality_delete(
         writer.close()
         delta.addDeletes(writer.toDeleteFile())
     delta.commit()
-    return len(by_partition)

@@ -230,7 +230,7 @@ class Refresher:
                 snapshot = None  # publishing it would show downstream a change of nothing
             if snapshot is not None and (
                 snapshot.parent_id != staged.current_snapshot_id()
-                or _written_since(staged, table.current_snapshot_id(), snapshot.parent_id)
+                or _written_between(staged, snapshot.parent_id, table.current_snapshot_id())
             ):
                 raise RefreshConflictError(
                     f"dynamic table {dt.name} changed while it was being refreshed; the refresh was discarded"
@@ -445,28 +445,22 @@ class Refresher:
 def _changed_outside(table: IcebergTable, previous: RefreshState) -> bool:
     """Whether the table's rows are no longer those the last refresh published: it was
     rolled back (``CALL ... rollback_to_snapshot``) or written through Spark directly,
-    and an incremental refresh would apply its delta to the wrong rows. A compaction
-    (``replace`` snapshots) changes no row."""
+    and an incremental refresh would apply its delta to the wrong rows."""
     recorded = previous.table_snapshot
-    current = table.current_snapshot_id()
-    if recorded is None or current == recorded:
-        return False
-    if current is None:
-        return True
-    chain = table.ancestors_between(current, recorded)
-    return chain is None or any(s.operation != "replace" for s in chain)
+    return recorded is not None and _written_between(table, table.current_snapshot_id(), recorded)
 
 
-def _written_since(table: IcebergTable, loaded: int | None, base: int | None) -> bool:
-    """Whether rows were written to the table (not only compacted) between the snapshot
-    the refresh loaded it at and the one its staged write is based on. The write keeps
-    them, and published as the refresh's own, no later refresh noticed them: a user's
-    INSERT during a refresh stayed in the table for good (helper-23)."""
-    if base == loaded:
+def _written_between(table: IcebergTable, newer: int | None, older: int | None) -> bool:
+    """Whether rows were written to the table between snapshot ``older`` and snapshot
+    ``newer``: anything but compactions (``replace`` snapshots, which change no row),
+    or ``older`` not an ancestor of ``newer``. Also asked of a refresh's own write: a
+    user's INSERT under it was kept, published as the refresh's own, and no later
+    refresh noticed it (helper-23)."""
+    if newer == older:
         return False
-    if base is None:
+    if newer is None:
         return True
-    chain = table.ancestors_between(base, loaded)
+    chain = table.ancestors_between(newer, older)
     return chain is None or any(s.operation != "replace" for s in chain)
 
 
