@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from dyntables.errors import (
     AnalysisError,
@@ -75,12 +76,33 @@ def root_message(exc: BaseException) -> str:
     if java is None or not str(exc).startswith("An error occurred while calling"):
         return str(exc)
     try:
-        cause = java
-        while cause.getCause() is not None and cause.getCause() != cause:
-            cause = cause.getCause()
+        cause = _innermost(java)
         return str(cause.getMessage() or cause.toString())
     except Exception:
         return str(exc)
+
+
+def _innermost(java: Any) -> Any:
+    cause = java
+    while cause.getCause() is not None and cause.getCause() != cause:
+        cause = cause.getCause()
+    return cause
+
+
+def summary(exc: BaseException) -> str:
+    """``Type: message`` for an error that is not ours, on one line. A Java exception
+    reached through Py4J is named by its innermost cause: Py4J's own text is "An error
+    occurred while calling o377.setCurrentSnapshot" followed by the whole Java stack, which
+    filled a failed refresh's history row (the traceback keeps it, with ``--debug``)."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None and str(exc).startswith("An error occurred while calling"):
+        try:
+            cause = _innermost(java)
+            kind = str(cause.getClass().getSimpleName())
+            return f"{kind}: {first_line(str(cause.getMessage() or ''))}".rstrip(": ")
+        except Exception:
+            pass
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _error_class(exc: BaseException) -> str:

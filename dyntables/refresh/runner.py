@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from dyntables.catalog.definition import DynamicTableDef, RefreshState, SourceVersion
-from dyntables.catalog.iceberg import IcebergTable, load_table
-from dyntables.engine.errors import refresh_hint
+from dyntables.catalog.iceberg import IcebergTable, SnapshotInfo, load_table
+from dyntables.engine.errors import refresh_hint, summary
 from dyntables.engine.metrics import input_rows
 from dyntables.errors import DynTablesError, RefreshConflictError, RefreshFailedError
 from dyntables.refresh import faults
@@ -245,7 +245,7 @@ class Refresher:
                 assert state_table is not None
                 state_table.publish(state_snapshot, {})
             faults.reach("after_publish_state")
-            staged.publish(snapshot.snapshot_id if snapshot else None, state.to_properties())
+            _publish(staged, snapshot, state)
             published = True
             faults.reach("after_publish")
             self._drop_obsolete(previous, result)
@@ -272,11 +272,7 @@ class Refresher:
         except Exception as exc:
             if result is not None and not published:
                 self._drop_unpublished(dt, previous, result)
-            message = (
-                exc.one_line()
-                if isinstance(exc, DynTablesError)
-                else f"{type(exc).__name__}: {exc}"
-            )
+            message = exc.one_line() if isinstance(exc, DynTablesError) else summary(exc)
             message = " ".join(message.split())[:2000] + refresh_hint(exc)
             outcome = RefreshOutcome(
                 str(dt.name),
@@ -440,6 +436,23 @@ class Refresher:
                 )
             ]
         )
+
+
+def _publish(table: IcebergTable, snapshot: SnapshotInfo | None, state: RefreshState) -> None:
+    """The refresh's commit point. Its write is staged off the main branch until now, so
+    an ``expire_snapshots`` run in the meantime can remove it with its files; Iceberg
+    then says only "Cannot roll back to unknown snapshot id" (helper-23)."""
+    try:
+        table.publish(snapshot.snapshot_id if snapshot else None, state.to_properties())
+    except Exception:
+        now = load_table(table.spark, table.name)
+        if snapshot is None or now is None or now.snapshot(snapshot.snapshot_id) is not None:
+            raise
+        raise RefreshConflictError(
+            f"dynamic table {table.name}'s new snapshot {snapshot.snapshot_id} was expired "
+            "before it was published (expire_snapshots ran during the refresh); nothing was "
+            "published. Refresh it again"
+        ) from None
 
 
 def _changed_outside(table: IcebergTable, previous: RefreshState) -> bool:

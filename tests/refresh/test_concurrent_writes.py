@@ -213,3 +213,34 @@ def test_a_column_added_to_a_source_with_no_write_since(lh: Lakehouse, unique) -
     assert (outcome.refresh_mode, outcome.state) == ("INCREMENTAL", "SUCCEED")
     assert_oracle(lh, dt)
     assert sorted(r.id for r in lh.sql(f"SELECT id FROM {dt}").collect()) == [1, 2, 3]
+
+
+def test_the_refresh_write_expired_before_its_publish(lh: Lakehouse, unique) -> None:
+    """``expire_snapshots`` on the dynamic table after the refresh wrote and before it
+    published: the write, not yet on the table's main branch, was expired with its files.
+    The refresh failed with a raw Py4J message (helper-23); it now says what happened, and
+    the next refresh takes the change."""
+    src, dim, dt = unique("src"), unique("dim"), unique("dt")
+    _sources(lh, src, dim)
+    lh.sql(f"CREATE DYNAMIC TABLE {dt} AS {QUERIES['aggregate'].format(src=src)}")
+    lh.sql(f"INSERT INTO {src} VALUES ('b', 7), ('d', 1)")
+    fired = _write_once_at(
+        "before_publish",
+        lambda: lh.spark.sql(
+            "CALL lakehouse.system.expire_snapshots(table => 'public."
+            f"{dt}', older_than => TIMESTAMP '2100-01-01 00:00:00', retain_last => 1)"
+        ).collect(),
+    )
+    try:
+        with pytest.raises(RefreshFailedError) as failed:
+            lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
+    finally:
+        faults.install(None)
+    assert fired
+    message = str(failed.value)
+    assert f"{dt}" in message and "expired before it was published" in message, message
+    assert "Py4J" not in message and "Exception" not in message, message
+    outcome = lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first()
+    assert outcome.state == "SUCCEED" and outcome.refresh_mode in ("INCREMENTAL", "FULL")
+    assert_oracle(lh, dt)
+    assert lh.sql(f"SELECT n FROM {dt} WHERE k = 'd'").first()[0] == 1
