@@ -49,6 +49,7 @@ from dyntables.plan.query import (
     source_tables,
 )
 from dyntables.plan.render import spark_sql
+from dyntables.refresh.changes import reads_file_metadata
 from dyntables.refresh.compiled import drop_state_tables
 from dyntables.refresh.full import contents_sql, current_sources, pinned_query_sql
 from dyntables.refresh.history import (
@@ -633,6 +634,11 @@ class Commands:
                 if head is None or head == seen:
                     continue
                 chain = table.ancestors_between(head, seen) if recorded.uuid == table.uuid else None
+                if chain and not reads_file_metadata(dt.query):
+                    # a compaction changes no row: the table reflects it already
+                    chain = [s for s in chain if s.operation != "replace"]
+                    if not chain:
+                        continue
                 first = chain[0] if chain else table.snapshot(head)
                 if first is not None:
                     oldest = (

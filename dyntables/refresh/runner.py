@@ -22,6 +22,7 @@ from dyntables.engine.metrics import input_rows
 from dyntables.errors import DynTablesError, RefreshConflictError, RefreshFailedError
 from dyntables.refresh import faults
 from dyntables.refresh.changes import compacted_only, reads_file_metadata
+from dyntables.refresh.compaction import compact_if_fragmented
 from dyntables.refresh.full import current_sources
 from dyntables.refresh.history import (
     FAILED,
@@ -249,7 +250,7 @@ class Refresher:
             published = True
             faults.reach("after_publish")
             self._drop_obsolete(previous, result)
-            self._maintain(dt, staged, state, ctx.stats)
+            self._maintain(dt, staged, state, ctx.stats, session)
             stats = {
                 "rows_inserted": result.rows_inserted,
                 "rows_deleted": result.rows_deleted,
@@ -349,16 +350,20 @@ class Refresher:
         table: IcebergTable,
         state: RefreshState,
         stats: dict[str, object],
+        session: Any,
     ) -> None:
-        """Expire what retention no longer keeps (see retention.py); the refresh has
-        committed, so a failure here is reported in its stats and fails nothing."""
+        """Expire what retention no longer keeps (see retention.py) and compact the
+        table's small files (see compaction.py); the refresh has committed, so a
+        failure here is reported in its stats and fails nothing."""
         try:
             expired = maintain(self.registry, dt, table, state, now_ms())
+            for name, count in expired.items():
+                stats[f"expired_snapshots.{name.rsplit('.', 1)[-1]}"] = count
+            compacted = compact_if_fragmented(session, table)
+            if compacted:
+                stats[f"compacted_files.{dt.name.parts[-1]}"] = "{} -> {}".format(*compacted)
         except Exception as exc:
-            stats["maintenance_error"] = " ".join(str(exc).split())[:200]
-            return
-        for name, count in expired.items():
-            stats[f"expired_snapshots.{name.rsplit('.', 1)[-1]}"] = count
+            stats["maintenance_error"] = " ".join(summary(exc).split())[:200]
 
     def _child_session(self, job_id: str, dt: DynamicTableDef, rows: int | None) -> Any:
         """A session of its own: spark.wap.id stages only this refresh's writes, and the
