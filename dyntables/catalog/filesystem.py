@@ -9,6 +9,7 @@ trips per file, which were most of a NO_DATA refresh's cost.
 from __future__ import annotations
 
 import os
+import uuid
 from typing import Any
 
 from dyntables.engine.jvm import java_class
@@ -49,6 +50,34 @@ class FileSystem:
         if not fs.rename(jsrc, jdst):
             raise OSError(f"could not move {src} to {dst}")
 
+    def take(self, path: str, to: str) -> bool:
+        """Move file ``path`` to the new, unique name ``to``, atomically: of several
+        callers taking one file, one succeeds; False for the others (gone)."""
+        local, target = _local(path), _local(to)
+        if local is not None and target is not None:
+            try:
+                os.rename(local, target)
+            except FileNotFoundError:
+                return False
+            return True
+        jsrc, fs = self._path(path)
+        jdst, _ = self._path(to)
+        return bool(fs.rename(jsrc, jdst))
+
+    def put_back(self, path: str, to: str) -> bool:
+        """Move file ``path`` to ``to`` only if nothing is at ``to``; False if something is."""
+        local, target = _local(path), _local(to)
+        if local is not None and target is not None:
+            try:
+                os.link(local, target)  # never replaces, unlike a rename
+            except FileExistsError:
+                return False
+            os.unlink(local)
+            return True
+        jsrc, fs = self._path(path)
+        jdst, _ = self._path(to)
+        return bool(fs.rename(jsrc, jdst))
+
     def write_text(self, path: str, text: str, overwrite: bool = True) -> None:
         """Write a small file; with ``overwrite=False`` the create is atomic and fails if
         the file exists (that is what the refresh lease relies on)."""
@@ -64,6 +93,19 @@ class FileSystem:
             out.write(bytearray(text.encode("utf-8")))
         finally:
             out.close()
+
+    def publish_text(self, path: str, text: str) -> None:
+        """Write a new small file so that a reader listing the folder sees it whole or
+        not at all: written under a hidden name (``list_files`` skips dot-names), then
+        renamed into place (atomic on a local disk and HDFS)."""
+        parent, name = path.rsplit("/", 1)
+        hidden = f"{parent}/.{name}.{uuid.uuid4().hex[:8]}.tmp"
+        self.write_text(hidden, text, overwrite=False)
+        local, target = _local(hidden), _local(path)
+        if local is not None and target is not None:
+            os.rename(local, target)
+            return
+        self.move(hidden, path)
 
     def read_text(self, path: str) -> str:
         local = _local(path)
@@ -104,7 +146,11 @@ class FileSystem:
         jpath, fs = self._path(path)
         if not fs.exists(jpath):
             return []
-        return sorted(str(s.getPath().toString()) for s in fs.listStatus(jpath) if s.isFile())
+        return sorted(
+            str(s.getPath().toString())
+            for s in fs.listStatus(jpath)
+            if s.isFile() and not str(s.getPath().getName()).startswith(".")
+        )
 
     def delete(self, path: str) -> None:
         local = _local(path)

@@ -151,12 +151,19 @@ class History:
             return
         body = json.dumps([_to_json(r) for r in records], separators=(",", ":"))
         name = f"{time.time_ns():020d}-{uuid.uuid4().hex[:12]}.json"
-        self._fs.write_text(f"{self._journal}/{name}", body, overwrite=False)
+        self._fs.publish_text(f"{self._journal}/{name}", body)
         with self._lock:
             self._written += 1
             due = self._written >= FLUSH_EVERY
         if due:
-            self.flush()
+            try:
+                self.flush()
+            except Exception:
+                # the row is durable in the journal already; the next flush (or read of
+                # the history) moves it. Raising here failed a refresh that had committed,
+                # and recorded it twice, SUCCEED and FAILED (helper-24)
+                with self._lock:
+                    self._written = 0
 
     def flush(self) -> int:
         """Move the journal into the table (one INSERT); returns the rows moved."""

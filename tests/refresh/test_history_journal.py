@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from dyntables import Lakehouse
-from dyntables.refresh.history import HistoryRecord
+from dyntables.refresh.history import FLUSH_EVERY, HistoryRecord
 
 
 def _record(job_id: str, name: str) -> HistoryRecord:
@@ -67,3 +69,60 @@ def test_a_torn_journal_file_is_set_aside(lh: Lakehouse, unique) -> None:
     assert history.flush() == 1
     assert history._fs.list_files(history._journal) == []
     assert history._fs.exists(f"{history._journal}_unreadable/00000000000000000000-torn.json")
+
+
+def test_a_journal_file_is_written_where_readers_do_not_look(lh: Lakehouse, unique) -> None:
+    """A flush in another process listed a journal file its writer had created but not
+    yet written, set it aside as torn, and the row never reached the history
+    (helper-24: 372 of 30,000 rows lost). A file is now written under a name readers
+    skip, then renamed into place whole."""
+    name = unique("whole")
+    history = lh.commands.registry.history
+    fs = history._fs
+    original = fs.write_text
+    seen: list[tuple[str, bool]] = []
+
+    def write_text(path: str, text: str, overwrite: bool = True) -> None:
+        original(path, text, overwrite)
+        seen.append((path, path in fs.list_files(history._journal)))
+
+    fs.write_text = write_text  # type: ignore[method-assign]
+    try:
+        history.append([_record(f"{name}-1", name)])
+    finally:
+        fs.write_text = original  # type: ignore[method-assign]
+    assert seen and not any(listed for _, listed in seen), seen
+    shown = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{name}'").collect()
+    assert [r.job_id for r in shown] == [f"{name}-1"]
+
+
+def test_a_refresh_that_committed_stays_succeeded_when_the_journal_cannot_move(
+    lh: Lakehouse, unique, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The journal's move into the table, due every FLUSH_EVERY rows, failed (another
+    process held it for over a minute): the refresh had published, yet it was reported
+    FAILED and recorded twice (helper-24)."""
+    src, dt = unique("src"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (k STRING, v INT);
+        INSERT INTO {src} VALUES ('a', 1);
+        CREATE DYNAMIC TABLE {dt} AS SELECT k, v FROM {src};
+        INSERT INTO {src} VALUES ('b', 2)
+        """
+    )
+    history = lh.commands.registry.history
+
+    def flush() -> int:
+        raise TimeoutError("the refresh history journal is being moved by another process")
+
+    monkeypatch.setattr(history, "flush", flush)
+    monkeypatch.setattr(history, "_written", FLUSH_EVERY)
+    outcome = lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first()
+    assert (outcome.state, outcome.refresh_mode) == ("SUCCEED", "INCREMENTAL")
+    monkeypatch.undo()
+    shown = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}'").collect()
+    assert sorted((r.state, r.refresh_mode) for r in shown) == [
+        ("SUCCEED", "FULL"),
+        ("SUCCEED", "INCREMENTAL"),
+    ]
