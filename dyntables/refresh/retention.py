@@ -15,6 +15,7 @@ travel and is physically deleted.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -57,6 +58,9 @@ SNAPSHOTS_SLACK = 100
 # once there are more than this many
 STATE_SNAPSHOTS_MAX = 16
 
+# snapshots a refresh staged and never published are expired once there are this many
+UNPUBLISHED_SLACK = 8
+
 
 def metadata_properties_sql() -> str:
     """``'k'='v', ...`` for a CREATE TABLE's TBLPROPERTIES."""
@@ -84,10 +88,44 @@ def maintain(
         count = _expire_state(state_table, recorded)
         if count:
             expired[str(name)] = count
-    count = _expire_table(registry, dt, table, now_ms)
+        count = _expire_unpublished(state_table)
+        if count:
+            expired[str(name)] = expired.get(str(name), 0) + count
+    count = _expire_table(registry, dt, table, now_ms) + _expire_unpublished(table)
     if count:
         expired[str(dt.name)] = count
     return expired
+
+
+def _expire_unpublished(table: IcebergTable) -> int:
+    """Snapshots staged under a ``wap.id`` that never became current: a refresh whose
+    rewrite changed nothing (not published), one that failed or was killed. Under the
+    table's lease no other refresh is staging, so none of them can still be published;
+    kept, they (and their data files) stayed until the retention period, uncounted by
+    SNAPSHOTS_MAX (which counts the main lineage), and without end on a table whose main
+    lineage is a single snapshot (helper-24).
+
+    Looked for once UNPUBLISHED_SLACK more snapshots exist than the main lineage's log
+    lists (two py4j calls), since the search costs one call per snapshot."""
+    if _snapshot_count(table) - int(table._t.history().size()) < UNPUBLISHED_SLACK:
+        return 0
+    util = java_class(table.spark, "org.apache.iceberg.util.SnapshotUtil")
+    lineage = {int(i) for i in re.findall(r"-?\d+", str(util.currentAncestorIds(table._t)))}
+    lineage |= {int(ref.snapshotId()) for ref in table._t.refs().values()}
+    jlist = table._t.snapshots()
+    snapshots = (jlist.get(i) for i in range(jlist.size()))
+    staged = [
+        snap_id
+        for snap_id, snap in ((int(s.snapshotId()), s) for s in snapshots)
+        if snap_id not in lineage and snap.summary().get("wap.id") is not None
+    ]
+    if not staged:
+        return 0
+    expire = table._t.expireSnapshots()
+    for snapshot_id in staged:
+        expire = expire.expireSnapshotId(snapshot_id)
+    expire.commit()
+    return len(staged)
 
 
 def _ensure_metadata_cleanup(table: IcebergTable) -> None:

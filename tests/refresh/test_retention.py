@@ -164,3 +164,32 @@ def test_a_table_refreshed_often_keeps_at_most_snapshots_max(
     lh.sql(f"REFRESH DYNAMIC TABLE {up}")
     assert _snapshots(lh, up) <= 4
     assert lh.sql(f"SELECT count(*) FROM {up}").first()[0] == 13
+
+
+def test_writes_never_published_do_not_stay(
+    lh: Lakehouse, unique, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refresh whose rewrite changed nothing does not publish its staged write; nor
+    does one that failed. Those snapshots and their files stayed until the retention
+    period, uncounted by the snapshot cap, and without end on a table whose own history
+    was one snapshot long (helper-24: 25 after 25 such refreshes)."""
+    monkeypatch.setattr(retention, "UNPUBLISHED_SLACK", 3)
+    src, dt = unique("src"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (id BIGINT, status STRING, amount INT);
+        INSERT INTO {src} VALUES (1, 'completed', 10), (2, 'pending', 20);
+        CREATE DYNAMIC TABLE {dt} AS SELECT id, amount FROM {src} WHERE status = 'completed'
+        """
+    )
+    unpublished = []
+    for _ in range(7):
+        lh.sql(f"UPDATE {src} SET amount = amount + 1 WHERE id = 2")  # a row the filter drops
+        outcome = lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first()
+        assert (outcome.rows_inserted, outcome.rows_deleted) == (0, 0)
+        table = load_table(lh.spark, lh.qualify(dt))
+        assert table is not None
+        unpublished.append(len([s for s in table.snapshots() if s.wap_id]))
+    assert max(unpublished) < 3 and unpublished[-1] < unpublished[1], unpublished
+    assert _snapshots(lh, dt) == 1 + unpublished[-1]
+    assert_oracle(lh, dt)
