@@ -4,6 +4,12 @@ manual REFRESH) and across processes sharing a catalog (two schedulers, a CLI).
 Across processes the lock is a lease file created atomically (create-if-absent) in the
 warehouse's system folder and kept fresh by a heartbeat; a lease whose heartbeat stopped
 (its holder died) is taken over after ``stale_after`` seconds.
+
+A lease file names its holder's token. The heartbeat and the release touch the file
+only while it still names theirs: a holder paused past ``stale_after`` (SIGSTOP, a VM
+pause) and taken over deleted its successor's lease when it finished (helper-24). A
+takeover first moves the stale file to a name of its own, so that of two processes
+that found it stale, the second cannot delete the lease the first has just created.
 """
 
 from __future__ import annotations
@@ -23,10 +29,11 @@ STALE_AFTER_SECONDS = 30.0
 
 
 class Lease:
-    def __init__(self, locks: RefreshLocks, key: str, path: str | None) -> None:
+    def __init__(self, locks: RefreshLocks, key: str, path: str | None, token: str = "") -> None:
         self._locks = locks
         self.key = key
         self.path = path
+        self.token = token
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         if path is not None:
@@ -36,7 +43,9 @@ class Lease:
     def _beat(self) -> None:
         while not self._stop.wait(HEARTBEAT_SECONDS):
             try:
-                self._locks._write(self.path, overwrite=True)  # type: ignore[arg-type]
+                if not self._locks._holds(self.path, self.token):  # type: ignore[arg-type]
+                    return  # taken over while this process was paused: not ours to renew
+                self._locks._write(self.path, self.token, overwrite=True)  # type: ignore[arg-type]
             except Exception:
                 pass
 
@@ -46,7 +55,8 @@ class Lease:
             self._thread.join(timeout=HEARTBEAT_SECONDS * 2)
         if self.path is not None:
             try:
-                self._locks.fs.delete(self.path)
+                if self._locks._holds(self.path, self.token):
+                    self._locks.fs.delete(self.path)
             except Exception:
                 pass
         self._locks._local(self.key).release()
@@ -82,17 +92,18 @@ class RefreshLocks:
         if self.root is None:
             return Lease(self, key, None)
         path = f"{self.root}/{key}.lock"
+        token = f"{self.owner}:{uuid.uuid4().hex[:8]}"
         while True:
-            if self._try_create(path):
-                return Lease(self, key, path)
+            if self._try_create(path, token):
+                return Lease(self, key, path, token)
             if not wait or (deadline is not None and time.monotonic() >= deadline):
                 local.release()
                 return None
             time.sleep(0.2)
 
-    def _try_create(self, path: str) -> bool:
+    def _try_create(self, path: str, token: str) -> bool:
         try:
-            self._write(path, overwrite=False)
+            self._write(path, token, overwrite=False)
             return True
         except Exception:
             pass
@@ -100,13 +111,38 @@ class RefreshLocks:
             age = time.time() - self.fs.modified_seconds(path)
         except Exception:
             return False
-        if age > self.stale_after:
-            try:
-                self.fs.delete(path)
-            except Exception:
+        if age <= self.stale_after:
+            return False
+        grave = f"{path}.{uuid.uuid4().hex[:12]}.stale"
+        try:
+            if not self.fs.take(path, grave):
+                return False  # another process took it first
+            if time.time() - self.fs.modified_seconds(grave) <= self.stale_after:
+                # not the stale file any more: a lease another process has just made;
+                # put it back (its holder finds out at its heartbeat if that fails)
+                self.fs.put_back(grave, path)
                 return False
-        return False
+        except Exception:
+            return False
+        finally:
+            try:
+                if self.fs.exists(grave):
+                    self.fs.delete(grave)
+            except Exception:
+                pass
+        try:
+            self._write(path, token, overwrite=False)
+            return True
+        except Exception:
+            return False
 
-    def _write(self, path: str, overwrite: bool) -> None:
-        body = json.dumps({"owner": self.owner, "time": time.time()})
+    def _holds(self, path: str, token: str) -> bool:
+        """Whether the lease file at ``path`` names ``token``."""
+        try:
+            return bool(json.loads(self.fs.read_text(path)).get("token") == token)
+        except Exception:
+            return False
+
+    def _write(self, path: str, token: str, overwrite: bool) -> None:
+        body = json.dumps({"owner": self.owner, "token": token, "time": time.time()})
         self.fs.write_text(path, body, overwrite=overwrite)
