@@ -10,14 +10,11 @@ import pytest
 from dyntables import Lakehouse
 from dyntables.refresh import compaction
 from tests.oracle import assert_oracle
+from tests.refresh.test_retention import _latest
 
 
 def _data_files(lh: Lakehouse, table: str) -> int:
     return int(lh.sql(f"SELECT count(*) FROM public.{table}.files").first()[0])
-
-
-def _latest(lh: Lakehouse, dt: str):  # type: ignore[no-untyped-def]
-    return lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
 
 
 def test_small_files_are_compacted_after_a_refresh(
