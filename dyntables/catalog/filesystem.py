@@ -44,11 +44,16 @@ class FileSystem:
         return bool(fs.exists(jpath))
 
     def move(self, src: str, dst: str) -> None:
+        jdst, fs = self._path(dst)
+        fs.mkdirs(jdst.getParent())
+        if not self._rename(src, dst):
+            raise OSError(f"could not move {src} to {dst}")
+
+    def _rename(self, src: str, dst: str) -> bool:
+        """Hadoop's rename: False when ``src`` is gone or ``dst`` exists."""
         jsrc, fs = self._path(src)
         jdst, _ = self._path(dst)
-        fs.mkdirs(jdst.getParent())
-        if not fs.rename(jsrc, jdst):
-            raise OSError(f"could not move {src} to {dst}")
+        return bool(fs.rename(jsrc, jdst))
 
     def take(self, path: str, to: str) -> bool:
         """Move file ``path`` to the new, unique name ``to``, atomically: of several
@@ -60,9 +65,7 @@ class FileSystem:
             except FileNotFoundError:
                 return False
             return True
-        jsrc, fs = self._path(path)
-        jdst, _ = self._path(to)
-        return bool(fs.rename(jsrc, jdst))
+        return self._rename(path, to)
 
     def put_back(self, path: str, to: str) -> bool:
         """Move file ``path`` to ``to`` only if nothing is at ``to``; False if something is."""
@@ -74,9 +77,7 @@ class FileSystem:
                 return False
             os.unlink(local)
             return True
-        jsrc, fs = self._path(path)
-        jdst, _ = self._path(to)
-        return bool(fs.rename(jsrc, jdst))
+        return self._rename(path, to)
 
     def write_text(self, path: str, text: str, overwrite: bool = True) -> None:
         """Write a small file; with ``overwrite=False`` the create is atomic and fails if
@@ -101,11 +102,8 @@ class FileSystem:
         parent, name = path.rsplit("/", 1)
         hidden = f"{parent}/.{name}.{uuid.uuid4().hex[:8]}.tmp"
         self.write_text(hidden, text, overwrite=False)
-        local, target = _local(hidden), _local(path)
-        if local is not None and target is not None:
-            os.rename(local, target)
-            return
-        self.move(hidden, path)
+        if not self.take(hidden, path):
+            raise OSError(f"could not move {hidden} to {path}")
 
     def read_text(self, path: str) -> str:
         local = _local(path)

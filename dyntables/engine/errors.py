@@ -72,17 +72,18 @@ def spark_message(exc: BaseException) -> str:
 def root_message(exc: BaseException) -> str:
     """The innermost Java cause's message: Py4J reports a failed job as 'An error
     occurred while calling o80.collectToPython', which tells the user nothing."""
-    java = getattr(exc, "java_exception", None)
-    if java is None or not str(exc).startswith("An error occurred while calling"):
-        return str(exc)
     try:
-        cause = _innermost(java)
-        return str(cause.getMessage() or cause.toString())
+        cause = _java_cause(exc)
+        return str(exc) if cause is None else str(cause.getMessage() or cause.toString())
     except Exception:
         return str(exc)
 
 
-def _innermost(java: Any) -> Any:
+def _java_cause(exc: BaseException) -> Any | None:
+    """The innermost Java cause of an error Py4J raised; None for any other error."""
+    java = getattr(exc, "java_exception", None)
+    if java is None or not str(exc).startswith("An error occurred while calling"):
+        return None
     cause = java
     while cause.getCause() is not None and cause.getCause() != cause:
         cause = cause.getCause()
@@ -94,14 +95,13 @@ def summary(exc: BaseException) -> str:
     reached through Py4J is named by its innermost cause: Py4J's own text is "An error
     occurred while calling o377.setCurrentSnapshot" followed by the whole Java stack, which
     filled a failed refresh's history row (the traceback keeps it, with ``--debug``)."""
-    java = getattr(exc, "java_exception", None)
-    if java is not None and str(exc).startswith("An error occurred while calling"):
-        try:
-            cause = _innermost(java)
+    try:
+        cause = _java_cause(exc)
+        if cause is not None:
             kind = str(cause.getClass().getSimpleName())
             return f"{kind}: {first_line(str(cause.getMessage() or ''))}".rstrip(": ")
-        except Exception:
-            pass
+    except Exception:
+        pass
     return f"{type(exc).__name__}: {exc}"
 
 

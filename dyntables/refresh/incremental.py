@@ -68,23 +68,23 @@ class SchemaMovedError(Exception):
     changes were read: they were read under the new schema, not the pinned one."""
 
 
-def _moved_source(
+def _check_unmoved(
     spark: Any,
     captures: Mapping[str, Capture],
     pinned: Mapping[str, SourceVersion],
     source_columns: Mapping[str, list[str]],
-) -> str | None:
-    """The first source read whose columns are now other than at its pinned snapshot.
-    Asked once the changes' DataFrames are bound (each binds the schema current at its
-    load): a change after that cannot reach them, one before it shows here."""
+) -> None:
+    """Raise SchemaMovedError for the first source read whose columns are now other than
+    at its pinned snapshot. Asked once the changes' DataFrames are bound (each binds the
+    schema current at its load): a change after that cannot reach them, one before it
+    shows here."""
     for source, capture in sorted(captures.items()):
         snapshot = pinned[source].snapshot
         if capture.method == NONE or snapshot is None:
             continue
         table = load_table(spark, TableName(tuple(source.split("."))))
         if table is None or columns_moved(table, snapshot, source_columns[source]):
-            return source
-    return None
+            raise SchemaMovedError(f"the columns of {source} changed during the refresh")
 
 
 class StateMissingError(Exception):
@@ -161,16 +161,10 @@ def incremental_refresh(
                 delta_views[source] = view
                 # what the capture reads, from snapshot summaries: a count would be a job
                 ctx.stats[f"rows_read.{_short(source)}"] = capture.read_rows
-        except Exception as exc:  # a column renamed after the pin: Spark cannot resolve it
-            moved = _moved_source(spark, captures, ctx.pinned, source_columns)
-            if moved is not None:
-                raise SchemaMovedError(
-                    f"the columns of {moved} changed during the refresh"
-                ) from exc
+        except Exception:  # a column renamed after the pin: Spark cannot resolve it
+            _check_unmoved(spark, captures, ctx.pinned, source_columns)
             raise
-        moved = _moved_source(spark, captures, ctx.pinned, source_columns)
-        if moved is not None:
-            raise SchemaMovedError(f"the columns of {moved} changed during the refresh")
+        _check_unmoved(spark, captures, ctx.pinned, source_columns)
         faults.reach("after_read_changes")
         sources = BoundSources(
             spark,
