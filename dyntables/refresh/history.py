@@ -24,6 +24,8 @@ from dataclasses import astuple, dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlglot import exp
+
 from dyntables.catalog.filesystem import FileSystem
 from dyntables.engine.frames import values_sql
 from dyntables.refresh.retention import metadata_properties_sql
@@ -117,6 +119,15 @@ def _from_json(row: Mapping[str, Any]) -> HistoryRecord:
     for name in _TIMES:
         values[name] = datetime.fromtimestamp(int(values[name]) / 1_000_000, UTC)
     return HistoryRecord(**values)
+
+
+def record_text(record: HistoryRecord) -> str:
+    """One row as JSON text, as a table property carries it (see runner.RECORD)."""
+    return json.dumps(_to_json(record), separators=(",", ":"))
+
+
+def record_from_text(text: str) -> HistoryRecord:
+    return _from_json(json.loads(text))
 
 
 class History:
@@ -222,6 +233,16 @@ class History:
                 f"INSERT INTO {self.table} SELECT r.* FROM ({rows}) r LEFT ANTI JOIN ({present}) h "
                 "ON r.job_id = h.job_id AND r.state = h.state"
             )
+
+    def recorded(self, job_id: str) -> bool:
+        """Whether a row of ``job_id`` is in the history (the journal moved in first)."""
+        self.flush()
+        self.ensure()
+        wanted = exp.Literal.string(job_id).sql("spark")
+        found = self.spark.sql(f"SELECT 1 FROM {self.table} WHERE job_id = {wanted} LIMIT 1").take(
+            1
+        )
+        return bool(found)
 
     def presented(self):  # -> DataFrame
         self.flush()

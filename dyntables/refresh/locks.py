@@ -29,11 +29,22 @@ STALE_AFTER_SECONDS = 30.0
 
 
 class Lease:
-    def __init__(self, locks: RefreshLocks, key: str, path: str | None, token: str = "") -> None:
+    """``taken_over``: its previous holder's heartbeat had stopped (the holder died or
+    hung), so whatever that holder did last may be half-recorded."""
+
+    def __init__(
+        self,
+        locks: RefreshLocks,
+        key: str,
+        path: str | None,
+        token: str = "",
+        taken_over: bool = False,
+    ) -> None:
         self._locks = locks
         self.key = key
         self.path = path
         self.token = token
+        self.taken_over = taken_over
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         if path is not None:
@@ -94,20 +105,35 @@ class RefreshLocks:
         path = f"{self.root}/{key}.lock"
         token = f"{self.owner}:{uuid.uuid4().hex[:8]}"
         while True:
-            if self._try_create(path, token):
+            if self._create(path, token):
                 return Lease(self, key, path, token)
+            if self._take_over(path, token):
+                return Lease(self, key, path, token, taken_over=True)
             if not wait or (deadline is not None and time.monotonic() >= deadline):
                 local.release()
                 return None
             time.sleep(0.2)
 
-    def _try_create(self, path: str, token: str) -> bool:
+    def stale(self, key: str) -> bool:
+        """Whether ``key``'s lease was left by a holder that died (one file status)."""
+        if self.root is None:
+            return False
+        try:
+            age = time.time() - self.fs.modified_seconds(f"{self.root}/{key}.lock")
+        except Exception:  # no lease file
+            return False
+        return age > self.stale_after
+
+    def _create(self, path: str, token: str) -> bool:
         try:
             self._write(path, token, overwrite=False)
             return True
         except Exception:
-            pass
-        try:  # held: take it over only if its heartbeat stopped
+            return False
+
+    def _take_over(self, path: str, token: str) -> bool:
+        """Held: taken over only if its heartbeat stopped."""
+        try:
             age = time.time() - self.fs.modified_seconds(path)
         except Exception:
             return False
@@ -130,11 +156,7 @@ class RefreshLocks:
                     self.fs.delete(grave)
             except Exception:
                 pass
-        try:
-            self._write(path, token, overwrite=False)
-            return True
-        except Exception:
-            return False
+        return self._create(path, token)
 
     def _holds(self, path: str, token: str) -> bool:
         """Whether the lease file at ``path`` names ``token``."""

@@ -4,18 +4,22 @@ The commit point is a single Iceberg metadata commit on the dynamic table that m
 the staged data current *and* records the source snapshots it reflects
 (:meth:`IcebergTable.publish`). Everything before it is invisible (WAP-staged), so a
 crash at any step leaves the table exactly as it was before the refresh, and the next
-refresh starts from the recorded snapshots: nothing lost, nothing applied twice.
+refresh starts from the recorded snapshots: nothing lost, nothing applied twice. The
+commit carries the refresh's history row too, for the next refresh to record if this
+process dies before it does.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from dyntables.catalog.definition import DynamicTableDef, RefreshState, SourceVersion
+from dyntables.catalog.definition import PREFIX, DynamicTableDef, RefreshState, SourceVersion
 from dyntables.catalog.iceberg import IcebergTable, SnapshotInfo, load_table
 from dyntables.engine.errors import refresh_hint, summary
 from dyntables.engine.metrics import input_rows
@@ -32,6 +36,8 @@ from dyntables.refresh.history import (
     NO_DATA,
     SUCCEED,
     HistoryRecord,
+    record_from_text,
+    record_text,
     source_tables_json,
     stats_json,
 )
@@ -50,6 +56,13 @@ from dyntables.sql.tokens import TableName
 
 if TYPE_CHECKING:
     from dyntables.catalog.registry import Registry
+
+# the table property where a refresh's publish carries its history row
+RECORD = PREFIX + "refresh.record"
+LOST_NOTE = (
+    "recorded by a later refresh: the process of this one stopped after its commit, "
+    "before it recorded it"
+)
 
 
 @dataclass(frozen=True)
@@ -123,6 +136,8 @@ class Refresher:
                 f"dynamic table {dt.name} is being refreshed right now; try again"
             )
         with lease, thread_properties_kept(self.spark.sparkContext):
+            if lease.taken_over:
+                self._record_lost(dt)
             return self._refresh_locked(dt, trigger, force_full)
 
     def _no_data_without_lease(
@@ -144,6 +159,8 @@ class Refresher:
         pinned, missing, _, _ = current_sources(self.spark, dt)
         if missing or not _unchanged(previous, pinned) or _changed_outside(table, previous):
             return None
+        if self.locks.stale(dt.dt_id):
+            return None  # its last refresh's process died: see _record_lost, under the lease
         return self._no_data(dt, trigger, started, t0, new_job_id(), None)
 
     # -- the steps -----------------------------------------------------------------------
@@ -246,11 +263,6 @@ class Refresher:
                 assert state_table is not None
                 state_table.publish(state_snapshot, {})
             faults.reach("after_publish_state")
-            _publish(staged, snapshot, state)
-            published = True
-            faults.reach("after_publish")
-            self._drop_obsolete(previous, result)
-            self._maintain(dt, staged, state, ctx.stats, session)
             stats = {
                 "rows_inserted": result.rows_inserted,
                 "rows_deleted": result.rows_deleted,
@@ -258,16 +270,17 @@ class Refresher:
             }
             if reason:
                 stats["full_reason"] = reason
-            outcome = RefreshOutcome(
-                str(dt.name),
-                SUCCEED,
-                mode,
-                result.rows_inserted,
-                result.rows_deleted,
-                int((time.monotonic() - t0) * 1000),
-                job_id,
-                reason,
+            # the row this refresh records, committed with it: if its process dies before
+            # recording it, the next refresh does (see _record_lost)
+            ending = self._row(
+                dt, trigger, started, _succeeded(dt, mode, result, t0, job_id, reason), stats
             )
+            _publish(staged, snapshot, {**state.to_properties(), RECORD: record_text(ending)})
+            published = True
+            faults.reach("after_publish")
+            self._drop_obsolete(previous, result)
+            self._maintain(dt, staged, state, stats, session)
+            outcome = _succeeded(dt, mode, result, t0, job_id, reason)
             self._record(dt, trigger, started, outcome, stats, error=None)
             return outcome
         except Exception as exc:
@@ -418,37 +431,82 @@ class Refresher:
     ) -> None:
         if note:
             stats = {**stats, "note": note}
-        ended = datetime.now(UTC)
-        self.history.append(
-            [
-                HistoryRecord(
-                    workspace_name=dt.catalog,
-                    schema_name=dt.schema,
-                    name=dt.table,
-                    virtual_cluster=dt.vcluster,
-                    start_time=started,
-                    end_time=ended,
-                    duration_ms=outcome.duration_ms,
-                    state=outcome.state,
-                    refresh_trigger=trigger,
-                    suspended_reason=dt.suspended_reason,
-                    refresh_mode=outcome.refresh_mode,
-                    error_message=error,
-                    source_tables=source_tables_json(dt.sources),
-                    stats=stats_json(stats),
-                    completion_target=None,
-                    job_id=outcome.job_id,
-                )
-            ]
+        self.history.append([self._row(dt, trigger, started, outcome, stats, error)])
+
+    def _row(
+        self,
+        dt: DynamicTableDef,
+        trigger: str,
+        started: datetime,
+        outcome: RefreshOutcome,
+        stats: dict[str, object],
+        error: str | None = None,
+    ) -> HistoryRecord:
+        return HistoryRecord(
+            workspace_name=dt.catalog,
+            schema_name=dt.schema,
+            name=dt.table,
+            virtual_cluster=dt.vcluster,
+            start_time=started,
+            end_time=datetime.now(UTC),
+            duration_ms=outcome.duration_ms,
+            state=outcome.state,
+            refresh_trigger=trigger,
+            suspended_reason=dt.suspended_reason,
+            refresh_mode=outcome.refresh_mode,
+            error_message=error,
+            source_tables=source_tables_json(dt.sources),
+            stats=stats_json(stats),
+            completion_target=None,
+            job_id=outcome.job_id,
         )
 
+    def _record_lost(self, dt: DynamicTableDef) -> None:
+        """The history row of the table's last refresh, if its process died between
+        the publish and the row (helper-24 saw it once in 1,355 refreshes): the publish
+        carried the row (``RECORD``), without what maintenance after it would have
+        added. Asked only when a dead holder's lease is taken over."""
+        try:
+            table = load_table(self.spark, dt.name)
+            properties = table.properties() if table is not None else {}
+            previous = RefreshState.from_properties(properties)
+            if previous is None or RECORD not in properties:
+                return
+            row = record_from_text(properties[RECORD])
+            if row.job_id != previous.refresh_id or self.history.recorded(row.job_id):
+                return
+            stats = {**json.loads(row.stats), "note": LOST_NOTE}
+            self.history.append([dataclasses.replace(row, stats=stats_json(stats))])
+        except Exception:
+            pass  # a history row, not the data: never a reason to fail this refresh
 
-def _publish(table: IcebergTable, snapshot: SnapshotInfo | None, state: RefreshState) -> None:
+
+def _succeeded(
+    dt: DynamicTableDef,
+    mode: str,
+    result: WriteResult,
+    t0: float,
+    job_id: str,
+    reason: str | None,
+) -> RefreshOutcome:
+    return RefreshOutcome(
+        str(dt.name),
+        SUCCEED,
+        mode,
+        result.rows_inserted,
+        result.rows_deleted,
+        int((time.monotonic() - t0) * 1000),
+        job_id,
+        reason,
+    )
+
+
+def _publish(table: IcebergTable, snapshot: SnapshotInfo | None, props: dict[str, str]) -> None:
     """The refresh's commit point. Its write is staged off the main branch until now, so
     an ``expire_snapshots`` run in the meantime can remove it with its files; Iceberg
     then says only "Cannot roll back to unknown snapshot id" (helper-23)."""
     try:
-        table.publish(snapshot.snapshot_id if snapshot else None, state.to_properties())
+        table.publish(snapshot.snapshot_id if snapshot else None, props)
     except Exception:
         now = load_table(table.spark, table.name)
         if snapshot is None or now is None or now.snapshot(snapshot.snapshot_id) is not None:

@@ -3,16 +3,21 @@ the next refresh neither loses nor repeats a change."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 from dyntables import Lakehouse
+from dyntables.catalog.iceberg import load_table
 from dyntables.refresh import faults
+from dyntables.refresh.locks import RefreshLocks
+from dyntables.refresh.runner import LOST_NOTE
 from tests.conftest import rows
 from tests.oracle import assert_oracle
 
@@ -67,6 +72,64 @@ def test_failure_at_every_step(lh: Lakehouse, unique, fail_at, shape: str, point
     # one more change after recovery: still exact (no doubled or lost change)
     lh.sql(f"INSERT INTO {src} VALUES ('a', 100)")
     assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+    assert_oracle(lh, dt)
+
+
+class _ProcessDied(BaseException):
+    """Stands for a kill: no ``except Exception`` of the refresh sees it, so nothing
+    after the point runs (the lease is left below, as a dead holder leaves it)."""
+
+
+def test_a_refresh_that_died_before_its_history_row_is_recorded_by_the_next(
+    lh: Lakehouse, unique
+) -> None:
+    """helper-24, bug 5: a process killed after its publish and before its history row
+    left the table refreshed and no row saying so."""
+    src, dt = unique("src"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (k STRING, v INT);
+        INSERT INTO {src} VALUES ('a', 1), ('b', 2);
+        CREATE DYNAMIC TABLE {dt} AS {QUERIES["aggregate"].format(src=src)};
+        INSERT INTO {src} VALUES ('a', 5), ('c', 7)
+        """
+    )
+
+    def die(point: str) -> None:
+        if point == "after_publish":
+            raise _ProcessDied
+
+    faults.install(die)
+    try:
+        with pytest.raises(_ProcessDied):
+            lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
+    finally:
+        faults.install(None)
+    assert_oracle(lh, dt)  # committed
+    table = load_table(lh.spark, lh.qualify(dt))
+    assert table is not None
+    died = table.properties()["dyntables.refresh.id"]
+    history = f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE job_id = '{died}'"
+    assert lh.sql(history).count() == 0
+
+    def dead_holders_lease() -> None:
+        registry = lh.commands.registry
+        locks = RefreshLocks(lh.spark, registry.system_root)
+        path = f"{locks.root}/{registry.get(lh.qualify(dt)).dt_id}.lock"
+        locks._write(path, "dead", overwrite=True)
+        old = time.time() - 60
+        os.utime(path, (old, old))
+
+    dead_holders_lease()
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "NO_DATA"
+    [row] = lh.sql(history).collect()
+    assert (row.state, row.refresh_mode) == ("SUCCEED", "INCREMENTAL")
+    stats = json.loads(row.stats)
+    assert stats["note"] == LOST_NOTE and int(stats["rows_inserted"]) > 0
+    dead_holders_lease()  # a takeover after a recorded refresh adds nothing
+    lh.sql(f"INSERT INTO {src} VALUES ('d', 1)")
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+    assert lh.sql(history).count() == 1
     assert_oracle(lh, dt)
 
 

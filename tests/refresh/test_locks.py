@@ -64,3 +64,20 @@ def test_a_paused_holder_taken_over_does_not_release_its_successor(
     assert c.acquire("dt", wait=False) is None  # B still holds it
     held_by_b.release()
     assert c.acquire("dt", wait=False) is not None
+
+
+def test_a_lease_says_whether_it_was_taken_from_a_dead_holder(
+    lh: Lakehouse, tmp_path: Path
+) -> None:
+    root = str(tmp_path)
+    dead, alive = (RefreshLocks(lh.spark, root, stale_after=10.0) for _ in range(2))
+    assert not alive.stale("dt")  # no lease at all
+    first = alive.acquire("dt", wait=False)
+    assert first is not None and not first.taken_over and not alive.stale("dt")
+    first.release()
+    assert dead.acquire("dt", wait=False) is not None  # then killed: never released
+    _stale(f"{root}/_locks/dt.lock")
+    assert alive.stale("dt")
+    taken = alive.acquire("dt", wait=False)
+    assert taken is not None and taken.taken_over and not alive.stale("dt")
+    taken.release()
