@@ -636,11 +636,11 @@ class _Builder:
         for conj in subquery.conjuncts(cond):
             negated = isinstance(conj, exp.Not)
             inner = conj.this if negated else conj
-            if isinstance(inner, exp.Exists):
+            if subquery.is_exists_subquery(inner):
                 subqueries.append(("anti" if negated else "semi", inner))
             elif isinstance(inner, exp.In) and inner.args.get("query") is not None:
                 subqueries.append(("not_in" if negated else "semi", inner))
-            elif any(True for _ in conj.find_all(exp.Subquery, exp.Exists)):
+            elif subquery.has_subquery(conj):
                 raise NotIncremental(
                     "SUBQUERY_EXPRESSION", "WHERE", f"subquery in {conj.sql('spark')[:60]}"
                 )
@@ -785,7 +785,7 @@ class _Builder:
                     rkeys += [self.expr(y, rscope) for _, y in keys]
                     pairs.append((b, a))
                     continue
-            if any(True for _ in conj.find_all(exp.Subquery, exp.Exists)):
+            if subquery.has_subquery(conj):
                 raise NotIncremental(
                     "CORRELATED_NON_EQUI", "EXISTS", f"correlation {conj.sql('spark')[:60]}"
                 )
@@ -1134,7 +1134,7 @@ class _Builder:
                         "UNRESOLVED_QUERY", "column", f"cannot resolve {n.sql('spark')}"
                     )
                 return col(scope[key])
-            if isinstance(n, (exp.Subquery, exp.Exists)):
+            if isinstance(n, exp.Subquery) or subquery.is_exists_subquery(n):
                 raise NotIncremental(
                     "SUBQUERY_EXPRESSION", "expression", f"subquery in {e.sql('spark')[:60]}"
                 )

@@ -456,6 +456,20 @@ def _correlation(
     return None
 
 
+def is_exists_subquery(e: exp.Expr) -> bool:
+    """``EXISTS (SELECT ...)``, not the array function ``exists(arr, x -> ...)``, which
+    sqlglot parses into the same node (read as a subquery, it made a plain per-row
+    expression FULL; helper-25)."""
+    return isinstance(e, exp.Exists) and isinstance(e.this, (exp.Query, exp.Subquery))
+
+
+def has_subquery(e: exp.Expr) -> bool:
+    return any(
+        isinstance(n, exp.Subquery) or is_exists_subquery(n)
+        for n in e.find_all(exp.Subquery, exp.Exists)
+    )
+
+
 def conjuncts(e: exp.Expr | None) -> list[exp.Expr]:
     """The parts of an AND chain (parentheses unwrapped)."""
     if e is None:

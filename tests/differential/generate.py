@@ -961,7 +961,8 @@ class QueryGen:
             [r for r in exact if r.type == STR],
             [r for r in exact if r.type == DATE],
         ]
-        family = pick(ch, [f for f in families if len(f) >= 2] or [list(exact)])
+        # Spark needs the listed columns to share a type: no family of two, one column
+        family = pick(ch, [f for f in families if len(f) >= 2] or [[r] for r in exact])
         listed = subset(ch, family, 1, 3)
         kept = pick(ch, exact)
         items = [f"{kept.sql} AS i0"] + [f"{r.sql} AS u{i}" for i, r in enumerate(listed)]
