@@ -149,6 +149,12 @@ class Commands:
             raise UseDropDynamicTableError(
                 f"{dt.name} is a dynamic table: use DROP DYNAMIC TABLE {dt.table} (UNDROP TABLE can restore it)"
             )
+        if verb == "REPLACE":
+            raise DynamicTableDmlError(
+                f"dynamic table {dt.name} cannot be replaced with CREATE OR REPLACE TABLE or "
+                "REPLACE TABLE: change its query with CREATE OR REPLACE DYNAMIC TABLE, or drop "
+                f"it with DROP DYNAMIC TABLE {dt.table}"
+            )
         if verb in DML_VERBS:
             raise DynamicTableDmlError(
                 f"dynamic table {dt.name} is read-only ({verb} refused): its rows come from its query; "
@@ -215,6 +221,14 @@ class Commands:
         sources = source_tables(query, self.lh.qualify)
         if name in sources:
             raise UnsupportedQueryError(f"dynamic table {name} cannot read itself")
+        loop = self._reads_back(name, sources)
+        if loop:
+            # the scheduler can order no refresh of a loop (helper-26: it stopped refreshing
+            # the tables on it and below it, saying nothing)
+            raise UnsupportedQueryError(
+                f"dynamic table {name} cannot read {loop[0]}: "
+                f"{' -> '.join(str(t) for t in loop)} reads {name}, which would make a loop"
+            )
         dotted = next((t for t in [name, *sources] if any("." in p for p in t.parts)), None)
         if dotted is not None:
             # the refresh state and the history name tables catalog.namespace.table
@@ -460,6 +474,24 @@ class Commands:
                 built = dataclasses.replace(state, table_snapshot=table.current_snapshot_id())
                 table.set_properties(built.to_properties())
             self._record_build(dt, started, t0, job_id, table, None)
+
+    def _reads_back(self, name: TableName, sources: list[TableName]) -> list[TableName] | None:
+        """A chain of dynamic tables from one of ``sources`` to one reading ``name``;
+        loads the tables upstream of ``sources`` only."""
+        stack = [[s] for s in sources]
+        seen: set[str] = set()
+        while stack:
+            path = stack.pop()
+            if str(path[-1]) in seen:
+                continue
+            seen.add(str(path[-1]))
+            upstream = self.registry.find(path[-1])
+            if upstream is None:
+                continue
+            if any(str(s) == str(name) for s in upstream.sources):
+                return path
+            stack += [[*path, s] for s in upstream.sources]
+        return None
 
     def _analyze(self, spark: Any, pinned_sql: str, dt: DynamicTableDef) -> Any:
         try:
@@ -736,7 +768,12 @@ class Commands:
             raise NotADynamicTableError(
                 f"{self.lh.qualify(stmt.name)} is a regular table: use DROP TABLE"
             )
-        self.registry.trash.drop(dt.name, dt.dt_id, dt.retention_days)
+        # under the table's lease: a refresh running meanwhile wrote files where the table
+        # had been, and UNDROP then restored the table into them (helper-26)
+        lease = self.registry.refresher.locks.acquire(dt.dt_id)
+        assert lease is not None  # waited for
+        with lease:
+            self.registry.trash.drop(dt.name, dt.dt_id, dt.retention_days)
         return self._ok()
 
     def undrop(self, stmt: UndropTable) -> DataFrame:

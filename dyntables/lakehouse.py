@@ -93,7 +93,8 @@ class Lakehouse:
     def execute(self, statement: Statement) -> DataFrame:
         if isinstance(statement, SparkStatement):
             if statement.writes is not None and statement.verb is not None:
-                self.commands.guard_write(statement.verb, statement.writes)
+                for target in (statement.writes, *statement.also_writes):
+                    self.commands.guard_write(statement.verb, target)
             if "refresh_history" in statement.text.lower():  # a direct read sees every row
                 self.commands.registry.history.flush()
             result = self._run_spark(statement.text)

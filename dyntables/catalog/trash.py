@@ -114,6 +114,14 @@ class Trash:
             )
         entry = max(live, key=lambda d: d.dropped_ms)
         if self.hadoop:
+            if self.fs.exists(entry.location):
+                # moved there, the table would sit inside that folder, not at its name
+                # (the UNDROP said OK and the table was gone, helper-26)
+                raise UndropError(
+                    f"cannot UNDROP {name}: its folder {entry.location} holds files that are "
+                    "not a table (written there after the DROP); move or delete that folder, "
+                    "then UNDROP again"
+                )
             self.fs.move(f"{entry.trash}/table", entry.location)
             self.fs.delete(entry.trash)
         else:

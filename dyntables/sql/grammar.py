@@ -29,7 +29,7 @@ from dyntables.sql.statements import (
     UndropTable,
     interval_seconds,
 )
-from dyntables.sql.tokens import TokenStream, back_quoted
+from dyntables.sql.tokens import TableName, TokenStream, back_quoted
 
 Parser = Callable[[TokenStream], Statement]
 _PARSERS: list[tuple[tuple[tuple[str, ...], ...], Parser]] = []
@@ -224,11 +224,22 @@ def _spark_statement(ts: TokenStream) -> SparkStatement:
     """Classify a pass-through statement by the table it would modify (for the guards)."""
     verb = None
     target = None
+    if ts.at("WITH") or ts.at("FROM"):
+        # a CTE, or Hive's FROM-first form (several INSERTs of one FROM), before INSERT:
+        # the statement writes where its INSERTs at the top level say (helper-26)
+        targets = _top_level_inserts(ts)
+        if targets:
+            return SparkStatement(
+                text=ts.text, verb="INSERT", writes=targets[0], also_writes=tuple(targets[1:])
+            )
+        return SparkStatement(text=ts.text)
     if ts.accept("INSERT"):
         verb = "INSERT"
         ts.accept("INTO") or ts.accept("OVERWRITE")
         ts.accept("TABLE")
         target = ts.name()
+    elif ts.accept("CREATE", "OR", "REPLACE", "TABLE") or ts.accept("REPLACE", "TABLE"):
+        verb, target = "REPLACE", ts.name()
     elif ts.accept("UPDATE"):
         verb, target = "UPDATE", ts.name()
     elif ts.accept("DELETE", "FROM"):
@@ -243,6 +254,25 @@ def _spark_statement(ts: TokenStream) -> SparkStatement:
     elif ts.accept("USE"):  # moves where unqualified names resolve (see Lakehouse.execute)
         verb = "USE"
     return SparkStatement(text=ts.text, verb=verb, writes=target)
+
+
+def _top_level_inserts(ts: TokenStream) -> list[TableName]:
+    targets: list[TableName] = []
+    depth = 0
+    while not ts.at_end():
+        tok = ts.peek()
+        assert tok is not None
+        if tok.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif tok.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0 and ts.accept("INSERT"):
+            ts.accept("INTO") or ts.accept("OVERWRITE")
+            ts.accept("TABLE")
+            targets.append(ts.name())
+            continue
+        ts.next()
+    return targets
 
 
 # -- pieces --------------------------------------------------------------------------------

@@ -115,4 +115,6 @@ class SparkStatement(Statement):
 
     verb: str | None = None
     writes: TableName | None = None
+    # further tables one statement writes (Hive's FROM ... INSERT ... INSERT ...)
+    also_writes: tuple[TableName, ...] = ()
     extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)

@@ -4,12 +4,16 @@ upstreams, CREATE OR REPLACE, ALTER, SHOW/DESCRIBE, history of failures."""
 from __future__ import annotations
 
 import json
+import shutil
+import threading
 import time
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
 from dyntables import Lakehouse
+from dyntables.catalog.iceberg import load_table
 from dyntables.errors import (
     AnalysisError,
     DynamicTableDmlError,
@@ -23,6 +27,7 @@ from dyntables.errors import (
     UnsupportedQueryError,
     UseDropDynamicTableError,
 )
+from dyntables.refresh import faults
 from tests.conftest import rows
 from tests.oracle import assert_oracle
 
@@ -57,6 +62,11 @@ def test_create_builds_the_table_at_once(lh: Lakehouse, pipeline) -> None:
         "TRUNCATE TABLE {dt}",
         "MERGE INTO {dt} t USING (SELECT 'a' AS k) s ON t.k = s.k WHEN MATCHED THEN DELETE",
         "ALTER TABLE {dt} ADD COLUMN x INT",
+        # past the guard until helper-26 found them
+        "CREATE OR REPLACE TABLE {dt} AS SELECT 1 AS x",
+        "REPLACE TABLE {dt} USING iceberg AS SELECT 1 AS x",
+        "WITH x AS (SELECT 'z' AS k, 1 AS total) INSERT INTO {dt} SELECT * FROM x",
+        "FROM (SELECT 'z' AS k, 1 AS total) x INSERT INTO {dt} SELECT *",
     ],
 )
 def test_dml_on_a_dynamic_table_is_refused_and_changes_nothing(
@@ -234,6 +244,70 @@ def test_undrop_refuses_when_the_name_is_taken(lh: Lakehouse, pipeline) -> None:
     lh.sql(f"CREATE DYNAMIC TABLE {dt} AS SELECT k FROM {src}")
     with pytest.raises(TableExistsError):
         lh.sql(f"UNDROP TABLE {dt}")
+
+
+def test_undrop_refuses_a_folder_left_where_the_table_was(lh: Lakehouse, pipeline) -> None:
+    """Moved into such a folder, the table sat inside it, not at its name: UNDROP said OK
+    and the table was gone (helper-26)."""
+    _, dt = pipeline
+    location = load_table(lh.spark, lh.qualify(dt)).location  # type: ignore[union-attr]
+    lh.sql(f"DROP DYNAMIC TABLE {dt}")
+    leftover = Path(location.removeprefix("file:")) / "data"
+    leftover.mkdir(parents=True)
+    with pytest.raises(UndropError, match="holds files that are not a table"):
+        lh.sql(f"UNDROP TABLE {dt}")
+    shutil.rmtree(leftover.parent)
+    lh.sql(f"UNDROP TABLE {dt}")
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("a", 3), ("b", 5)]
+
+
+def test_drop_waits_for_a_running_refresh(lh: Lakehouse, pipeline) -> None:
+    """A refresh running during the DROP wrote files where the table had been (helper-26)."""
+    src, dt = pipeline
+    lh.sql(f"INSERT INTO {src} VALUES ('c', 7)")
+    writing, dropped = threading.Event(), threading.Event()
+
+    def slow_write(point: str) -> None:
+        if point == "after_write":
+            writing.set()
+            dropped.wait(3)  # the DROP waits for the lease meanwhile
+
+    faults.install(slow_write)
+    try:
+        refresh = threading.Thread(target=lh.sql, args=(f"REFRESH DYNAMIC TABLE {dt}",))
+        refresh.start()
+        assert writing.wait(60)
+        started = time.monotonic()
+        lh.sql(f"DROP DYNAMIC TABLE {dt}")
+        waited = time.monotonic() - started
+        dropped.set()
+        refresh.join(60)
+    finally:
+        faults.install(None)
+    assert waited >= 2  # the refresh held the lease until its end
+    lh.sql(f"UNDROP TABLE {dt}")
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("a", 3), ("b", 5), ("c", 7)]
+    assert_oracle(lh, dt)
+
+
+def test_create_or_replace_refuses_a_loop_through_other_tables(lh: Lakehouse, unique) -> None:
+    """The scheduler can order no refresh of a loop: it stopped refreshing the tables on
+    it, and below it, saying nothing (helper-26)."""
+    src, a, b, c = unique("src"), unique("a"), unique("b"), unique("c")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (k INT);
+        INSERT INTO {src} VALUES (1);
+        CREATE DYNAMIC TABLE {a} AS SELECT k FROM {src};
+        CREATE DYNAMIC TABLE {b} AS SELECT k FROM {a};
+        CREATE DYNAMIC TABLE {c} AS SELECT k FROM {b}
+        """
+    )
+    with pytest.raises(UnsupportedQueryError, match="loop") as err:
+        lh.sql(f"CREATE OR REPLACE DYNAMIC TABLE {a} AS SELECT k + 1 AS k FROM {c}")
+    assert c in err.value.message and b in err.value.message
+    assert rows(lh.sql(f"SELECT * FROM {a}")) == [(1,)]
+    lh.sql(f"CREATE OR REPLACE DYNAMIC TABLE {a} AS SELECT k + 1 AS k FROM {src}")  # no loop
 
 
 def test_retention_zero_days_means_no_undrop(lh: Lakehouse, pipeline) -> None:

@@ -154,6 +154,13 @@ def test_other_dynamic_table_statements() -> None:
         ("TRUNCATE TABLE t", "TRUNCATE", ("t",)),
         ("DROP TABLE IF EXISTS t", "DROP", ("t",)),
         ("ALTER TABLE t ADD COLUMN c INT", "ALTER", ("t",)),
+        # found by helper-26: each wrote a dynamic table past the guard
+        ("CREATE OR REPLACE TABLE t AS SELECT 1 AS x", "REPLACE", ("t",)),
+        ("REPLACE TABLE t USING iceberg AS SELECT 1 AS x", "REPLACE", ("t",)),
+        ("WITH x AS (SELECT 1 AS a) INSERT INTO t SELECT * FROM x", "INSERT", ("t",)),
+        ("FROM (SELECT 1 AS a) x INSERT INTO t SELECT *", "INSERT", ("t",)),
+        ("WITH x AS (SELECT 1 AS a) SELECT * FROM x", None, None),
+        ("CREATE TABLE t (a INT)", None, None),
     ],
 )
 def test_pass_through_statements_know_what_they_write(
@@ -164,3 +171,9 @@ def test_pass_through_statements_know_what_they_write(
     assert stmt.text == text
     assert stmt.verb == verb
     assert (stmt.writes.parts if stmt.writes else None) == target
+
+
+def test_every_insert_of_a_from_first_statement_is_known() -> None:
+    stmt = parse_statement("FROM s INSERT INTO a SELECT x INSERT OVERWRITE TABLE b SELECT y")
+    assert isinstance(stmt, SparkStatement) and stmt.writes is not None
+    assert [stmt.writes.parts, *(t.parts for t in stmt.also_writes)] == [("a",), ("b",)]
