@@ -18,7 +18,7 @@ from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
-from dyntables.plan import grouping_sets, pivot, subquery, top_n
+from dyntables.plan import grouping_sets, map_values, pivot, subquery, top_n
 from dyntables.plan.calls import call_name, is_aggregate_call, mean_as_avg, own_nodes, recomputable
 from dyntables.plan.generators import (
     GENERATORS,
@@ -41,6 +41,9 @@ from dyntables.plan.ops import (
     UnionAll,
     Window,
     col,
+    map_exprs,
+    replace_nodes,
+    scans,
     walk_post_order,
 )
 from dyntables.plan.query import parse_query, scoped_names, table_name, type_protected_calls
@@ -143,7 +146,8 @@ def build_plan(
         )
     builder = _Builder(schema, qualify_name)
     node, names = builder.query(qualified, {})
-    return Plan(_prune_scans(node, schema), tuple(names), tuple(builder.not_provably_empty))
+    node = _prune_scans(_read_map_values(node, schema), schema)
+    return Plan(node, tuple(names), tuple(builder.not_provably_empty))
 
 
 def _referenced(root: Node) -> set[str]:
@@ -178,6 +182,52 @@ def _referenced(root: Node) -> set[str]:
 def _groupable(type_sql: str) -> bool:
     """Spark cannot group, join or compare MAP values (nor anything containing one)."""
     return "map<" not in type_sql.lower()
+
+
+def _read_map_values(root: Node, schema: Schema) -> Node:
+    """Each ``m[<constant>]`` of a MAP column ``m`` of a scan read by the scan itself, as
+    a column of its own (see map_values.py); a MAP read otherwise stays, and
+    _prune_scans makes the query FULL for it."""
+    # a scan's output -> (the scan, by its outputs, unique in a plan; its MAP column)
+    maps: dict[str, tuple[tuple[str, ...], str]] = {}
+    for scan in scans(root):
+        types = dict(schema.get(scan.table, []))
+        for source, out in zip(scan.source_columns, scan.out, strict=True):
+            value = map_values.value_type(types.get(source, ""))
+            if value is not None and _groupable(value):
+                maps[out] = (scan.out, source)
+    if not maps:
+        return root
+    read: dict[tuple[str, ...], dict[str, str]] = {}  # scan -> {output: scanned column}
+
+    def at_key(e: exp.Expr) -> exp.Expr:
+        target, keys = e.this, e.expressions
+        if (
+            isinstance(e, exp.Bracket)
+            and isinstance(target, exp.Column)
+            and not target.table
+            and target.name in maps
+            and len(keys) == 1
+            and isinstance(keys[0], exp.Literal)
+            and not e.args.get("safe")
+        ):
+            scan, source = maps[target.name]
+            out = map_values.output_name(target.name, keys[0])
+            read.setdefault(scan, {})[out] = map_values.value_column(source, keys[0])
+            return col(out)
+        return e
+
+    root = map_exprs(root, lambda e: e.transform(at_key))
+    swap: dict[int, Node] = {}
+    for scan in scans(root):
+        values = read.get(scan.out, {})
+        if values:
+            swap[id(scan)] = Scan(
+                scan.table,
+                scan.source_columns + tuple(values.values()),
+                scan.out + tuple(values),
+            )
+    return replace_nodes(root, swap) if swap else root
 
 
 def _prune_scans(root: Node, schema: Schema) -> Node:

@@ -7,7 +7,7 @@ ambiguity. Expressions are sqlglot trees whose column references are those names
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 
 from sqlglot import exp
@@ -210,6 +210,28 @@ def replace_nodes(node: Node, swap: Mapping[int, Node]) -> Node:
             if any(a is not b for a, b in zip(rebuilt, value, strict=True)):
                 changes[f.name] = rebuilt
     return replace(node, **changes) if changes else node
+
+
+def map_exprs(node: Node, fn: Callable[[exp.Expr], exp.Expr]) -> Node:
+    """``node`` and everything below it with ``fn`` applied to each expression an
+    operator holds (predicates, projections, keys, aggregate arguments, ...)."""
+    changes: dict[str, object] = {}
+    for f in fields(node):
+        value = getattr(node, f.name)
+        if isinstance(value, Node):
+            changes[f.name] = map_exprs(value, fn)
+        elif isinstance(value, exp.Expr):
+            changes[f.name] = fn(value)
+        elif isinstance(value, tuple) and value:
+            if all(isinstance(v, Node) for v in value):
+                changes[f.name] = tuple(map_exprs(v, fn) for v in value)
+            elif all(isinstance(v, exp.Expr) for v in value):
+                changes[f.name] = tuple(fn(v) for v in value)
+            elif all(isinstance(v, AggCall) for v in value):
+                changes[f.name] = tuple(
+                    replace(a, arg=None if a.arg is None else fn(a.arg)) for a in value
+                )
+    return replace(node, **changes)
 
 
 def walk_post_order(node: Node) -> list[Node]:

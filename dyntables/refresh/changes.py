@@ -36,6 +36,7 @@ from py4j.protocol import Py4JJavaError
 from dyntables.catalog.definition import SourceVersion
 from dyntables.catalog.iceberg import IcebergTable
 from dyntables.ivm.sqlb import W
+from dyntables.plan import map_values
 from dyntables.sql.tokens import back_quoted
 
 NONE = "none"
@@ -96,7 +97,7 @@ def _fields(
             schema = jtable.schemas().get(schema_id)
     out = []
     for name in columns:
-        field = schema.caseInsensitiveFindField(name)
+        field = schema.caseInsensitiveFindField(map_values.base_column(name))
         out.append(None if field is None else (int(field.fieldId()), str(field.type().toString())))
     return tuple(out)
 
@@ -160,7 +161,8 @@ def plan_capture(
     newest = table.snapshot(new.snapshot)
     total = int(newest.summary.get("total-records", "0")) if newest else 0
     if old.snapshot is None:
-        if columns and any(len(t) > 1 for t in table.types_ever(columns).values()):
+        read = [map_values.base_column(c) for c in columns]
+        if read and any(len(t) > 1 for t in table.types_ever(read).values()):
             # the table was empty at the last refresh, so no snapshot says which schema
             # it had then. When a scanned column's type ever changed (ALTER COLUMN ...
             # TYPE, CREATE OR REPLACE TABLE keeping the table's history), the rows read
@@ -328,7 +330,12 @@ def read_changes(
     ``staged`` and ``table`` (the source, loaded) are needed for the two diffs."""
     from pyspark.sql import functions as F
 
-    cols = [F.col(back_quoted(c)) for c in columns]
+    cols = [
+        F.col(back_quoted(c))
+        if map_values.base_column(c) == c
+        else F.expr(map_values.source_sql(c)).alias(c)
+        for c in columns
+    ]
     if capture.method == APPEND:
         df = (
             spark.read.format("iceberg")

@@ -19,6 +19,7 @@ from dyntables.engine.frames import AS_NUMBERS, PRUNABLE_TYPES, literal, number_
 from dyntables.ivm import aggregate as agg
 from dyntables.ivm.rules import NEW, OLD, Materialized, Renderer
 from dyntables.ivm.sqlb import W, alias, col, select, sub
+from dyntables.plan import map_values
 from dyntables.plan.build import Plan
 from dyntables.plan.ops import Aggregate, Node, Scan, replace_nodes, scans, walk_post_order
 from dyntables.plan.render import spark_sql
@@ -84,7 +85,10 @@ class BoundSources:
 
     def scan_rel(self, scan: Scan, version: str) -> exp.Query:
         snapshot = (self.old if version == OLD else self.new)[str(scan.table)]
-        items = [alias(col(s), c) for s, c in zip(scan.source_columns, scan.out, strict=True)]
+        items = [
+            alias(map_values.source_expr(s), c)
+            for s, c in zip(scan.source_columns, scan.out, strict=True)
+        ]
         q = select(items, table_ref(scan.table, snapshot))
         return q if snapshot is not None else q.where(exp.false())
 
