@@ -187,8 +187,7 @@ class Refresher:
             pinned, missing, source_rows, loaded = current_sources(self.spark, dt)
             faults.reach("after_pin_sources")
             if missing:
-                reason = f"source {missing[0]} was dropped; keeping the current data until it is recreated"
-                return self._no_data(dt, trigger, started, t0, job_id, reason)
+                return self._no_data(dt, trigger, started, t0, job_id, _dropped(missing[0]))
             moved = previous is not None and _changed_outside(table, previous)
             if previous is not None and not (force_full or moved):
                 if _unchanged(previous, pinned):
@@ -286,6 +285,11 @@ class Refresher:
         except Exception as exc:
             if result is not None and not published:
                 self._drop_unpublished(dt, previous, result)
+            gone = None if published else self._dropped_source(dt, exc)
+            if gone is not None:
+                # dropped while it was read: Iceberg says only that a file is missing
+                # (helper-26); the same as a source dropped before the refresh
+                return self._no_data(dt, trigger, started, t0, job_id, _dropped(gone))
             message = exc.one_line() if isinstance(exc, DynTablesError) else summary(exc)
             message = " ".join(message.split())[:2000] + refresh_hint(exc)
             outcome = RefreshOutcome(
@@ -322,6 +326,15 @@ class Refresher:
         finally:
             if session is not None:
                 close_catalogs(session)
+
+    def _dropped_source(self, dt: DynamicTableDef, exc: Exception) -> TableName | None:
+        """A source of ``dt`` that no longer exists, after a refresh failed with ``exc``."""
+        if isinstance(exc, faults.InjectedFault):
+            return None
+        try:
+            return next((s for s in dt.sources if load_table(self.spark, s) is None), None)
+        except Exception:
+            return None
 
     def _drop_obsolete(self, previous: RefreshState | None, result: WriteResult) -> None:
         if previous is None:
@@ -479,6 +492,10 @@ class Refresher:
             self.history.append([dataclasses.replace(row, stats=stats_json(stats))])
         except Exception:
             pass  # a history row, not the data: never a reason to fail this refresh
+
+
+def _dropped(source: TableName | str) -> str:
+    return f"source {source} was dropped; keeping the current data until it is recreated"
 
 
 def _succeeded(

@@ -458,6 +458,29 @@ def test_dropped_upstream_records_no_data_keeps_data_and_resumes(lh: Lakehouse, 
     assert json.loads(latest.stats)["full_reason"] == "SOURCE_REPLACED"
 
 
+def test_an_upstream_dropped_while_it_is_read_is_a_dropped_upstream(
+    lh: Lakehouse, pipeline
+) -> None:
+    """helper-26: FAILED with Iceberg's "Metadata file ... is missing", a failure that
+    counts towards suspension, where a drop just before the refresh is NO_DATA."""
+    src, dt = pipeline
+    lh.sql(f"INSERT INTO {src} VALUES ('c', 1)")
+
+    def drop_source(point: str) -> None:
+        if point == "after_pin_sources":
+            lh.spark.sql(f"DROP TABLE {lh.qualify(src).sql()} PURGE")
+
+    faults.install(drop_source)
+    try:
+        refreshed = lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first()
+    finally:
+        faults.install(None)
+    assert (refreshed.state, refreshed.refresh_mode) == ("SUCCEED", "NO_DATA")
+    latest = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
+    assert latest.state == "SUCCEED" and "was dropped" in json.loads(latest.stats)["note"]
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("a", 3), ("b", 5)]
+
+
 def test_dropped_upstream_dynamic_table(lh: Lakehouse, pipeline, unique) -> None:
     src, dt = pipeline
     top = unique("top")
