@@ -44,7 +44,7 @@ def _decoded(name: str) -> tuple[str, str] | None:
         return None
     try:
         column, key = json.loads(bytes.fromhex(name[len(PREFIX) :]).decode("utf-8"))
-    except ValueError:
+    except (ValueError, TypeError):
         return None  # a source's own column that happens to start so
     return str(column), str(key)
 

@@ -280,7 +280,7 @@ class Refresher:
             self._drop_obsolete(previous, result)
             self._maintain(dt, staged, state, stats, session)
             outcome = _succeeded(dt, mode, result, t0, job_id, reason)
-            self._record(dt, trigger, started, outcome, stats, error=None)
+            self.history.append([self._row(dt, trigger, started, outcome, stats)])
             return outcome
         except Exception as exc:
             if result is not None and not published:
@@ -304,14 +304,8 @@ class Refresher:
                 message,
             )
             try:
-                self._record(
-                    dt,
-                    trigger,
-                    started,
-                    outcome,
-                    {"rows_inserted": 0, "rows_deleted": 0},
-                    error=message,
-                )
+                stats = {"rows_inserted": 0, "rows_deleted": 0}
+                self.history.append([self._row(dt, trigger, started, outcome, stats, message)])
             except Exception:  # the history write must not hide the refresh's own error
                 pass
             if isinstance(exc, faults.InjectedFault):
@@ -429,22 +423,10 @@ class Refresher:
             reason,
         )
         stats: dict[str, object] = {"rows_inserted": 0, "rows_deleted": 0, **(extra or {})}
-        self._record(dt, trigger, started, outcome, stats, error=None, note=reason)
+        if reason:
+            stats["note"] = reason
+        self.history.append([self._row(dt, trigger, started, outcome, stats)])
         return outcome
-
-    def _record(
-        self,
-        dt: DynamicTableDef,
-        trigger: str,
-        started: datetime,
-        outcome: RefreshOutcome,
-        stats: dict[str, object],
-        error: str | None,
-        note: str | None = None,
-    ) -> None:
-        if note:
-            stats = {**stats, "note": note}
-        self.history.append([self._row(dt, trigger, started, outcome, stats, error)])
 
     def _row(
         self,
