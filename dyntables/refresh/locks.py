@@ -116,10 +116,11 @@ class RefreshLocks:
 
     def stale(self, key: str) -> bool:
         """Whether ``key``'s lease was left by a holder that died (one file status)."""
-        if self.root is None:
-            return False
+        return self.root is not None and self._stale(f"{self.root}/{key}.lock")
+
+    def _stale(self, path: str) -> bool:
         try:
-            age = time.time() - self.fs.modified_seconds(f"{self.root}/{key}.lock")
+            age = time.time() - self.fs.modified_seconds(path)
         except Exception:  # no lease file
             return False
         return age > self.stale_after
@@ -133,11 +134,7 @@ class RefreshLocks:
 
     def _take_over(self, path: str, token: str) -> bool:
         """Held: taken over only if its heartbeat stopped."""
-        try:
-            age = time.time() - self.fs.modified_seconds(path)
-        except Exception:
-            return False
-        if age <= self.stale_after:
+        if not self._stale(path):
             return False
         grave = f"{path}.{uuid.uuid4().hex[:12]}.stale"
         try:

@@ -11,8 +11,6 @@ process dies before it does.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -270,9 +268,13 @@ class Refresher:
             if reason:
                 stats["full_reason"] = reason
             # the row this refresh records, committed with it: if its process dies before
-            # recording it, the next refresh does (see _record_lost)
+            # recording it, the next refresh does, as it stands here (see _record_lost)
             ending = self._row(
-                dt, trigger, started, _succeeded(dt, mode, result, t0, job_id, reason), stats
+                dt,
+                trigger,
+                started,
+                _succeeded(dt, mode, result, t0, job_id, reason),
+                {**stats, "note": LOST_NOTE},
             )
             _publish(staged, snapshot, {**state.to_properties(), RECORD: record_text(ending)})
             published = True
@@ -470,8 +472,7 @@ class Refresher:
             row = record_from_text(properties[RECORD])
             if row.job_id != previous.refresh_id or self.history.recorded(row.job_id):
                 return
-            stats = {**json.loads(row.stats), "note": LOST_NOTE}
-            self.history.append([dataclasses.replace(row, stats=stats_json(stats))])
+            self.history.append([row])
         except Exception:
             pass  # a history row, not the data: never a reason to fail this refresh
 
