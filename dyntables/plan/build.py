@@ -18,7 +18,7 @@ from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
-from dyntables.plan import grouping_sets, map_values, pivot, subquery, top_n
+from dyntables.plan import grouping_sets, map_values, pivot, subquery, top_n, truth_subqueries
 from dyntables.plan.calls import call_name, is_aggregate_call, mean_as_avg, own_nodes, recomputable
 from dyntables.plan.generators import (
     GENERATORS,
@@ -82,10 +82,6 @@ _SUPPORTED_AGGS: dict[type[exp.Expr], str] = {
 }
 
 Scope = dict[tuple[str, str], str]  # (alias, column) -> internal name
-
-# what an EXISTS subquery may have besides what its semi join reads (ORDER BY, a hint:
-# nothing that changes whether a row exists)
-_EXISTS_CLAUSES = frozenset({"expressions", "from_", "from", "where", "order", "hint"})
 
 
 def build_plan(
@@ -801,19 +797,10 @@ class _Builder:
                 None,
             )
         select = sub.this
-        # the rule reads the subquery's FROM relation and WHERE alone: anything else it
-        # has (a LATERAL VIEW, a join, a GROUP BY, an OFFSET, ...) would be dropped
-        if not isinstance(select, exp.Select) or any(
-            v and k not in _EXISTS_CLAUSES for k, v in select.args.items()
-        ):
-            raise NotIncremental(
-                "EXISTS_COMPLEX",
-                "EXISTS",
-                "EXISTS over one table with equality correlation is supported",
-            )
+        # the rule reads the subquery's FROM relation and WHERE alone; any other EXISTS
+        # was counted instead (_count_truth_subqueries)
+        assert isinstance(sub, exp.Exists) and truth_subqueries.semi_joined(sub, _plain_item)
         from_ = select.args.get("from_") or select.args.get("from")
-        if from_ is None:
-            raise NotIncremental("EXISTS_COMPLEX", "EXISTS", "EXISTS without FROM")
         right, rscope = self.relation(from_.this, ctes)
         lkeys: list[exp.Expr] = []
         rkeys: list[exp.Expr] = []
@@ -868,6 +855,7 @@ class _Builder:
             or any(_aggregates(e) for e in select.expressions)
         )
         select = select.copy()
+        self._count_truth_subqueries(select, scope, aggregating)
         where = select.args.get("where")
         below = list(subquery.scalar_subqueries(where)) if where is not None else []
         above: list[exp.Subquery] = []
@@ -918,6 +906,53 @@ class _Builder:
                         scope[(name, f"{subquery.AGGREGATE}{i}")] = right.columns[keys + 2 + i]
             sq.replace(subquery.valued(name, joined.empty))
         return node, scope, select, late
+
+    def _count_truth_subqueries(self, select: exp.Select, scope: Scope, aggregating: bool) -> None:
+        """EXISTS and IN (subquery) outside the WHERE's top-level conjuncts (which
+        ``_where`` joins) as counting scalar subqueries (:mod:`.truth_subqueries`), in
+        place: in the WHERE, and in the select list of a SELECT that does not aggregate
+        or in an aggregate's argument (a value of each row, joined below it)."""
+        clauses: list[tuple[exp.Expr, list[exp.Expr], bool]] = []
+        where = select.args.get("where")
+        if where is not None:
+            clauses.append((where.this, truth_subqueries.top_level(where.this, _plain_item), False))
+        clauses += [(e, [], aggregating) for e in select.expressions]
+        outer_aliases = {a for a, _ in scope if a}
+        for root, handled, in_arguments_only in clauses:
+            for node in truth_subqueries.truth_subqueries(root, handled):
+                if in_arguments_only and not any(is_aggregate_call(a) for a in _ancestors(node)):
+                    raise NotIncremental(
+                        "SUBQUERY_EXPRESSION",
+                        "IN" if isinstance(node, exp.In) else "EXISTS",
+                        "a subquery in the select list of a GROUP BY outside an aggregate's "
+                        "argument",
+                    )
+                node.replace(self._counted(node, root, scope, outer_aliases))
+
+    def _counted(
+        self, node: exp.Expr, root: exp.Expr, scope: Scope, outer_aliases: set[str]
+    ) -> exp.Expr:
+        what = "IN" if isinstance(node, exp.In) else "EXISTS"
+        try:
+            if isinstance(node, exp.Exists):
+                return truth_subqueries.exists_count(node, _plain_item)
+            assert isinstance(node, exp.In)
+            query = node.args["query"]
+            query = query.this if isinstance(query, exp.Subquery) else query
+            if _correlated(query, scope):
+                raise NotIncremental(
+                    "CORRELATED_IN",
+                    "IN",
+                    "IN (subquery) that refers to the outer query, outside a WHERE's "
+                    "top-level conjuncts",
+                )
+            values = node.this.expressions if isinstance(node.this, exp.Tuple) else [node.this]
+            differ = subquery.keys_differ(subquery.in_pairs(values, query) or [], by_value=True)
+            if differ is not None:
+                raise NotIncremental("KEY_TYPES", "IN", differ)
+            return truth_subqueries.in_count(node, root, outer_aliases)
+        except subquery.Unsupported as exc:
+            raise NotIncremental(exc.code, what, exc.detail) from None
 
     def _scalar_keys(
         self, joined: subquery.ScalarJoin, outer: list[exp.Expr], columns: tuple[str, ...]
@@ -1329,6 +1364,11 @@ def _aggregates(e: exp.Expr) -> bool:
         if is_aggregate_call(n) and not any(isinstance(p, exp.Window) for p in _ancestors(n)):
             return True
     return False
+
+
+def _plain_item(e: exp.Expr) -> bool:
+    """A select item that neither aggregates nor generates rows."""
+    return not _aggregates(e) and not generates(e)
 
 
 def _ancestors(n: exp.Expr) -> list[exp.Expr]:

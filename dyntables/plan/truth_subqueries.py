@@ -1,0 +1,209 @@
+"""EXISTS and IN (subquery) as truth values outside a WHERE's top-level conjuncts (those
+are semi and anti joins of their own): under OR, in a CASE condition, as a column.
+Each becomes a counting scalar subquery, ``(SELECT COUNT(*) ...) > 0``, which
+:mod:`.subquery` turns into a join the rules maintain: grouped by the correlation's
+inner side and LEFT-joined on it, a COUNT over no rows being 0.
+
+What such a subquery means is what Spark 3.5 answers (the oracle), which is not always
+SQL's three-valued answer. Spark evaluates it as an existence join whose flag is never
+NULL (``RewritePredicateSubquery``):
+
+* ``EXISTS (...)``: whether a row exists, TRUE or FALSE in SQL as well; taken anywhere.
+* ``x IN (SELECT y ...)``: whether some y equals x, FALSE where SQL says unknown (x NULL,
+  or a NULL among the y). Directly under NOT, though, Spark answers the null-aware
+  ``NOT IN``, and its optimizer moves NOTs through AND and OR and turns ``= FALSE``
+  into one, so where the flag meets a NOT depends on the optimizer. An IN is therefore
+  taken only where nothing but AND, OR and parentheses lie between it and where its
+  truth is read: a WHERE (a row passes on TRUE alone, so FALSE and unknown agree), a
+  CASE or IF condition (the same), or a whole column of a select list (Spark's flag,
+  exactly). Anywhere else it stays FULL.
+
+An IN's subquery must not refer to the outer query (its body is read as a table of its
+own, ``(SELECT COUNT(*) FROM (<subquery>) WHERE v = x)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from dyntables.plan.calls import own_nodes
+from dyntables.plan.subquery import Unsupported, conjuncts, is_exists_subquery
+
+# the alias of an IN's subquery, read as a table by its counting subquery
+IN_ALIAS = "__dyntables_in"
+VALUE = "v"
+# a table alias inside an IN's subquery that the outer query also uses is renamed to this
+# prefix plus a number, so the correlation's outer columns are not read as inner ones
+RENAMED = "__dyntables_r"
+# what an EXISTS may have for the semi join a WHERE's conjunct makes of it, which reads
+# its FROM relation and WHERE alone (an ORDER BY or a hint changes no row's existence)
+SEMI_JOINED = frozenset({"expressions", "from_", "from", "where", "order", "hint"})
+# what an EXISTS may have besides its FROM and WHERE without changing whether a row exists
+_EXISTS_KEPT = frozenset({"expressions", "from_", "from", "joins", "laterals", "where", "hint"})
+_EXISTS_DROPPED = frozenset({"order", "distinct"})
+
+
+def truth_subqueries(root: exp.Expr, handled: list[exp.Expr]) -> list[exp.Expr]:
+    """The EXISTS and IN (subquery) nodes of one clause, not those of nested queries nor
+    the ``handled`` ones (a WHERE's top-level conjuncts)."""
+    seen = {id(n) for n in handled}
+    return [
+        n
+        for n in own_nodes(root)
+        if id(n) not in seen
+        and (is_exists_subquery(n) or (isinstance(n, exp.In) and n.args.get("query") is not None))
+    ]
+
+
+def top_level(where: exp.Expr, plain: Callable[[exp.Expr], bool]) -> list[exp.Expr]:
+    """The subqueries a WHERE joins as semi or anti joins: its conjuncts ``x IN (...)``,
+    ``x NOT IN (...)``, and ``EXISTS`` and ``NOT EXISTS`` over one relation and a WHERE
+    (one with a join, a LATERAL VIEW, a LIMIT, ... is counted instead). ``plain``: as
+    for :func:`exists_count`."""
+    out = []
+    for conj in conjuncts(where):
+        inner = conj.this if isinstance(conj, exp.Not) else conj
+        if (is_exists_subquery(inner) and semi_joined(inner, plain)) or (
+            isinstance(inner, exp.In) and inner.args.get("query") is not None
+        ):
+            out.append(inner)
+    return out
+
+
+def semi_joined(node: exp.Expr, plain: Callable[[exp.Expr], bool]) -> bool:
+    """Whether the semi join of a WHERE's conjunct ``EXISTS`` reads all of it: not an
+    aggregate without GROUP BY either, which has a row over no rows."""
+    body = node.this.this if isinstance(node.this, exp.Subquery) else node.this
+    return (
+        isinstance(body, exp.Select)
+        and (body.args.get("from_") or body.args.get("from")) is not None
+        and all(not v or k in SEMI_JOINED for k, v in body.args.items())
+        and all(plain(e) for e in body.expressions)
+    )
+
+
+def exists_count(node: exp.Exists, plain: Callable[[exp.Expr], bool]) -> exp.Expr:
+    """``EXISTS (SELECT ... FROM f WHERE p)`` as ``(SELECT COUNT(*) FROM f WHERE p) > 0``.
+    ``plain``: whether a select item neither aggregates nor generates rows (the builder
+    knows which calls do): an aggregate without GROUP BY makes one row of none."""
+    body = node.this.this if isinstance(node.this, exp.Subquery) else node.this
+    if not isinstance(body, exp.Select):
+        raise Unsupported("SUBQUERY_EXPRESSION", "EXISTS over a set operation")
+    if not all(plain(e) for e in body.expressions):
+        raise Unsupported(
+            "SUBQUERY_EXPRESSION", "EXISTS over a SELECT that aggregates or generates rows"
+        )
+    counted = body.copy()
+    for key, value in body.args.items():
+        if not value or key in _EXISTS_KEPT:
+            continue
+        if key in _EXISTS_DROPPED or (key == "limit" and _positive_limit(value)):
+            counted.set(key, None)
+            continue
+        raise Unsupported(
+            "SUBQUERY_EXPRESSION",
+            f"EXISTS over a SELECT with {key.rstrip('_').upper()} (which may change whether "
+            "it has a row)",
+        )
+    counted.set("expressions", [exp.alias_(exp.Count(this=exp.Star()), VALUE)])
+    return _positive(counted)
+
+
+def in_count(node: exp.In, root: exp.Expr, outer_aliases: set[str]) -> exp.Expr:
+    """``x IN (SELECT y ...)`` as ``(SELECT COUNT(*) FROM (SELECT y AS v ...) WHERE v = x)
+    > 0`` where that is what Spark answers (see the module's docstring); ``root``: the
+    clause (a WHERE's condition or one select item) whose truth or value reads it."""
+    _refuse_observed_null(node, root)
+    query = node.args["query"]
+    query = query.this if isinstance(query, exp.Subquery) else query
+    values = list(node.this.expressions) if isinstance(node.this, exp.Tuple) else [node.this]
+    branches = _branches(query)
+    if not branches or any(len(b.expressions) != len(values) for b in branches):
+        raise Unsupported(
+            "UNRESOLVED_QUERY", "IN (subquery) must return one column per value compared"
+        )
+    if any(
+        isinstance(n, exp.Subquery | exp.Exists)
+        for v in values
+        for n in v.find_all(exp.Subquery, exp.Exists)
+    ):
+        raise Unsupported("SUBQUERY_EXPRESSION", "a subquery in the value IN compares")
+    inner = _renamed_apart(query.copy(), outer_aliases)
+    names = [f"{VALUE}{i}" for i in range(len(values))]
+    for branch in _branches(inner):
+        branch.set(
+            "expressions",
+            [exp.alias_(e.unalias(), n) for e, n in zip(branch.expressions, names, strict=True)],
+        )
+    equal = []
+    for i, (value, name) in enumerate(zip(values, names, strict=True)):
+        column = exp.column(name, table=IN_ALIAS)
+        column.type = branches[0].expressions[i].unalias().type
+        equal.append(exp.EQ(this=column, expression=value.copy()))
+    counted = (
+        exp.select(exp.alias_(exp.Count(this=exp.Star()), VALUE))
+        .from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(IN_ALIAS))))
+        .where(exp.and_(*equal))
+    )
+    return _positive(counted)
+
+
+def _refuse_observed_null(node: exp.Expr, root: exp.Expr) -> None:
+    """Refuse an IN where Spark's answer would be its null-aware NOT IN, or where a FALSE
+    told from an unknown would show: anywhere but under AND, OR and parentheses up to a
+    WHERE, a CASE/IF condition or a select item's whole value."""
+    child, parent = node, node.parent
+    while child is not root and parent is not None:
+        if isinstance(parent, exp.If) and child.arg_key == "this":
+            return  # a condition: TRUE picks the branch, FALSE and unknown alike do not
+        if not isinstance(parent, exp.Paren | exp.And | exp.Or | exp.Alias):
+            raise Unsupported(
+                "SUBQUERY_EXPRESSION",
+                f"IN (subquery) under {type(parent).__name__.upper()}: Spark answers it as an "
+                "existence flag or, under NOT, as the null-aware NOT IN, depending on its "
+                "optimizer; recomputed",
+            )
+        child, parent = parent, parent.parent
+
+
+def _positive(counted: exp.Select) -> exp.Expr:
+    return exp.paren(exp.GT(this=exp.Subquery(this=counted), expression=exp.Literal.number(0)))
+
+
+def _positive_limit(limit: exp.Expr) -> bool:
+    value = limit.expression if isinstance(limit, exp.Limit) else None
+    return isinstance(value, exp.Literal) and value.is_int and int(value.this) > 0
+
+
+def _branches(query: exp.Expr) -> list[exp.Select]:
+    if isinstance(query, exp.Subquery):
+        return _branches(query.this)
+    if isinstance(query, exp.SetOperation):
+        return _branches(query.left) + _branches(query.right)
+    return [query] if isinstance(query, exp.Select) else []
+
+
+def _renamed_apart(query: exp.Expr, taken: set[str]) -> exp.Expr:
+    """``query`` with every table alias the outer query also uses renamed, in its tables
+    and subqueries and in the columns that name it. The subquery does not refer to the
+    outer query, so each such alias names one of its own tables (or several, in nested
+    scopes, which one new name keeps apart just as the old one did)."""
+    aliases = {t.alias_or_name.lower() for t in query.find_all(exp.Table)}
+    aliases |= {s.alias_or_name.lower() for s in query.find_all(exp.Subquery) if s.alias}
+    clash = sorted(aliases & {a.lower() for a in taken})
+    if not clash:
+        return query
+    new = {old: f"{RENAMED}{i}" for i, old in enumerate(clash)}
+    for n in query.find_all(exp.Table, exp.Subquery):
+        old = n.alias_or_name.lower()
+        if old not in new or (isinstance(n, exp.Subquery) and not n.alias):
+            continue
+        alias = n.args.get("alias")
+        columns = alias.args.get("columns") if isinstance(alias, exp.TableAlias) else None
+        n.set("alias", exp.TableAlias(this=exp.to_identifier(new[old]), columns=columns))
+    for c in query.find_all(exp.Column):
+        if c.table and c.table.lower() in new:
+            c.set("table", exp.to_identifier(new[c.table.lower()]))
+    return query

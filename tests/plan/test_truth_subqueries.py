@@ -1,0 +1,100 @@
+"""EXISTS and IN (subquery) outside a WHERE's top-level conjuncts, pure (no Spark): each
+is counted by a LEFT-joined aggregate where Spark's answer is a TRUE/FALSE flag, and
+FULL where Spark's answer depends on its optimizer."""
+
+from __future__ import annotations
+
+import pytest
+import sqlglot
+
+from dyntables.plan import truth_subqueries
+from dyntables.plan.build import build_plan
+from dyntables.plan.not_incremental import NotIncremental
+from dyntables.plan.ops import Aggregate, Join, walk_post_order
+from dyntables.sql.tokens import TableName
+from tests.plan.test_query import qualify
+
+T0 = TableName(("lakehouse", "public", "t0"))
+T1 = TableName(("lakehouse", "public", "t1"))
+SCHEMA = {T0: [("k", "int"), ("n", "int"), ("s", "string")], T1: [("k", "int"), ("s", "string")]}
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT k FROM t0 WHERE k IN (SELECT k FROM t1) OR n > 5",
+        "SELECT k, k IN (SELECT k FROM t1) AS f FROM t0",
+        "SELECT k, (k, s) IN (SELECT k, s FROM t1) AND n > 1 AS f FROM t0",
+        "SELECT k, CASE WHEN k IN (SELECT k FROM t1) THEN 'x' ELSE 'y' END AS f FROM t0",
+        "SELECT k, IF(k IN (SELECT k FROM t1), 1, 0) AS f FROM t0",
+        "SELECT k, EXISTS (SELECT 1 FROM t1 WHERE t1.k = t0.k) AS f FROM t0",
+        "SELECT k, NOT EXISTS (SELECT 1 FROM t1 WHERE t1.k = t0.k) = TRUE AS f FROM t0",
+        "SELECT k FROM t0 WHERE n > 5 OR EXISTS (SELECT 1 FROM t1 WHERE t1.k = t0.k)",
+        "SELECT s, SUM(CASE WHEN k IN (SELECT k FROM t1) THEN n END) AS x FROM t0 GROUP BY s",
+        # an EXISTS the semi join cannot read whole, counted even as a conjunct
+        "SELECT k FROM t0 WHERE EXISTS (SELECT 1 FROM t1 JOIN t0 AS b ON b.k = t1.k "
+        "WHERE t1.k = t0.k)",
+        "SELECT k FROM t0 WHERE EXISTS (SELECT 1 FROM t1 WHERE t1.k = t0.k LIMIT 1)",
+        # the subquery reads the outer query's table under the same name
+        "SELECT k FROM t0 WHERE k IN (SELECT t0.n FROM t0 WHERE t0.n > 1) OR n = 0",
+    ],
+)
+def test_truth_subqueries_are_counted_by_a_left_joined_aggregate(sql: str) -> None:
+    root = build_plan(sql, SCHEMA, qualify).root
+    joins = [n for n in walk_post_order(root) if isinstance(n, Join) and n.kind == "left"]
+    assert joins, "a counted subquery is a LEFT join"
+    assert all(isinstance(j.right, Aggregate) or _has_aggregate(j.right) for j in joins)
+
+
+def _has_aggregate(node: object) -> bool:
+    return any(isinstance(n, Aggregate) for n in walk_post_order(node))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("sql", "code"),
+    [
+        # Spark answers these with its null-aware NOT IN or its flag, by optimizer rule
+        ("SELECT k, NOT (k IN (SELECT k FROM t1)) AS f FROM t0", "SUBQUERY_EXPRESSION"),
+        ("SELECT k, k NOT IN (SELECT k FROM t1) AS f FROM t0", "SUBQUERY_EXPRESSION"),
+        ("SELECT k, (k IN (SELECT k FROM t1)) = FALSE AS f FROM t0", "SUBQUERY_EXPRESSION"),
+        ("SELECT k, coalesce(k IN (SELECT k FROM t1), TRUE) AS f FROM t0", "SUBQUERY_EXPRESSION"),
+        ("SELECT k FROM t0 WHERE NOT (k IN (SELECT k FROM t1) OR n > 1)", "SUBQUERY_EXPRESSION"),
+        # an aggregate without GROUP BY has a row over no rows: EXISTS is then TRUE
+        (
+            "SELECT k FROM t0 WHERE EXISTS (SELECT MAX(t1.k) FROM t1 WHERE t1.k = 7)",
+            "SUBQUERY_EXPRESSION",
+        ),
+        ("SELECT k, EXISTS (SELECT COUNT(*) FROM t1) AS f FROM t0", "SUBQUERY_EXPRESSION"),
+        (
+            "SELECT k FROM t0 WHERE n > 1 OR EXISTS (SELECT t1.k FROM t1 GROUP BY t1.k)",
+            "SUBQUERY_EXPRESSION",
+        ),
+        (
+            "SELECT k FROM t0 WHERE k IN (SELECT t1.k FROM t1 WHERE t1.s = t0.s) OR n > 1",
+            "CORRELATED_IN",
+        ),
+        ("SELECT k FROM t0 WHERE s IN (SELECT k FROM t1) OR n > 1", "KEY_TYPES"),
+        # an aggregating SELECT's own value
+        (
+            "SELECT s, COUNT(*) IN (SELECT k FROM t1) AS f FROM t0 GROUP BY s",
+            "SUBQUERY_EXPRESSION",
+        ),
+    ],
+)
+def test_truth_subqueries_whose_answer_is_not_a_flag_stay_full(sql: str, code: str) -> None:
+    with pytest.raises(NotIncremental) as err:
+        build_plan(sql, SCHEMA, qualify)
+    assert err.value.code == code
+
+
+def test_an_in_subquery_sharing_an_outer_alias_has_its_own_renamed() -> None:
+    query = sqlglot.parse_one(
+        "SELECT t0.n FROM t0 AS t0 WHERE t0.k IN (SELECT t0.k FROM t1 AS t0)", read="spark"
+    )
+    renamed = truth_subqueries._renamed_apart(query, {"t0", "x"})
+    assert renamed.sql("spark") == (
+        "SELECT __dyntables_r0.n FROM t0 AS __dyntables_r0 WHERE __dyntables_r0.k IN "
+        "(SELECT __dyntables_r0.k FROM t1 AS __dyntables_r0)"
+    )
+    untouched = sqlglot.parse_one("SELECT a.k FROM t1 AS a", read="spark")
+    assert truth_subqueries._renamed_apart(untouched.copy(), {"t0"}) == untouched
