@@ -540,6 +540,10 @@ class QueryGen:
             conj.append(self.semi(rel, pick(ch, ["exists", "in", "not_exists", "not_in"])))
         if semi and chance(ch, 0.08):
             conj.append(self.compared_with_scalar(rel))
+        if semi and chance(ch, 0.06):  # counted, not a semi join (Spark: equalities only)
+            kind = pick(ch, ["exists", "in", "not_exists"])
+            conj.append(f"({self.pred(rel.scope, 0)} OR {self.semi(rel, kind, equi_only=True)})")
+            rel.tags.add("truth_subquery")
         return rel.where_sql(conj)
 
     def compared_with_scalar(self, rel: Rel) -> str:
@@ -572,7 +576,10 @@ class QueryGen:
         where = f" WHERE {' AND '.join(conj)}" if conj else ""
         return f"(SELECT {call} FROM {inner.from_sql}{where})", typ, exact
 
-    def semi(self, rel: Rel, kind: str) -> str:
+    def semi(self, rel: Rel, kind: str, equi_only: bool = False) -> str:
+        """``kind`` (exists, in, not_exists, not_in) of a table; ``equi_only``: EXISTS
+        correlated by one equality alone (Spark refuses other outer references in a
+        subquery under OR or in a select list)."""
         ch = self.ch
         table = pick(ch, self.tables)
         inner = self.scan(table)
@@ -604,14 +611,14 @@ class QueryGen:
             return f"{outer_key.sql} IN (SELECT {inner_key.sql} FROM {inner.from_sql}{where})"
         neg = "NOT " if kind == "not_exists" else ""
         rel.tags.add("anti_join" if neg else "semi_join")
-        if chance(ch, 0.25):  # a correlation beyond the equality: matched again per key
+        if not equi_only and chance(ch, 0.25):  # beyond the equality: matched again per key
             typ = self.any_type(inner.scope + rel.scope)
             inner_side = self.atom(inner.scope, typ)
             op = pick(ch, ["<", "<=", "<>", ">="])
             local += f" AND {self.compared(typ, inner_side, op, self.atom(rel.scope, typ))}"
             rel.tags.add("residual_both_sides")
         correlation = f"{inner_key.sql} = {outer_key.sql}"
-        if chance(ch, 0.1):  # no equality: every row matched again when the subquery changes
+        if not equi_only and chance(ch, 0.1):  # no equality: all matched again on a change
             correlation = f"{inner_key.sql} {pick(ch, ['<', '>=', '<>'])} {outer_key.sql}"
             rel.tags.add("non_equi_join")
         return f"{neg}EXISTS (SELECT 1 FROM {inner.from_sql} WHERE {correlation}{local})"
@@ -640,6 +647,12 @@ class QueryGen:
             items.append(call if unnamed else f"{call} AS {name}")
             cols.append(Col(name, STR))
             rel.tags.add("generator")
+        if semi and chance(ch, 0.06):  # a flag column: Spark's existence flag, counted
+            name = f"{prefix}{len(cols)}"
+            truth = self.semi(rel, pick(ch, ["exists", "in", "not_exists"]), equi_only=True)
+            items.append(f"CASE WHEN {truth} THEN 1 ELSE 0 END AS {name}")
+            cols.append(Col(name, INT))
+            rel.tags.add("truth_subquery")
         sql = f"SELECT {', '.join(items)} FROM {rel.from_sql}{where}"
         return Query(sql, cols, set(rel.tags), rel.tables, rel.grammar)
 
