@@ -886,7 +886,7 @@ class _Builder:
                     "aggregating SELECT",
                 )
             right, _ = self.query(joined.body, ctes)
-            if joined.empty is not None:
+            if joined.empty is not None and not truth_subqueries.counted(sq):
                 self.not_provably_empty.append(spark_sql(_with_ctes(joined.body, ctes)))
             keys = len(joined.outer_keys)
             name = f"{subquery.SUBQUERY_ALIAS}_{self.fresh()}"

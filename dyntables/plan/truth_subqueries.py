@@ -34,6 +34,8 @@ from dyntables.plan.subquery import Unsupported, conjuncts, is_exists_subquery
 # the alias of an IN's subquery, read as a table by its counting subquery
 IN_ALIAS = "__dyntables_in"
 VALUE = "v"
+# the meta key that marks a counting subquery made here
+COUNTED = "dyntables_counted"
 # a table alias inside an IN's subquery that the outer query also uses is renamed to this
 # prefix plus a number, so the correlation's outer columns are not read as inner ones
 RENAMED = "__dyntables_r"
@@ -169,7 +171,16 @@ def _refuse_observed_null(node: exp.Expr, root: exp.Expr) -> None:
 
 
 def _positive(counted: exp.Select) -> exp.Expr:
-    return exp.paren(exp.GT(this=exp.Subquery(this=counted), expression=exp.Literal.number(0)))
+    sq = exp.Subquery(this=counted)
+    sq.meta[COUNTED] = True
+    return exp.paren(exp.GT(this=sq, expression=exp.Literal.number(0)))
+
+
+def counted(sq: exp.Subquery) -> bool:
+    """A scalar subquery made here: Spark never sees it as one (it answers the EXISTS or
+    IN), so what Spark answers for a COUNT subquery over an input it proves empty (NULL,
+    not 0) does not concern it."""
+    return bool(sq.meta.get(COUNTED))
 
 
 def _positive_limit(limit: exp.Expr) -> bool:

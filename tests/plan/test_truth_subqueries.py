@@ -98,3 +98,13 @@ def test_an_in_subquery_sharing_an_outer_alias_has_its_own_renamed() -> None:
     )
     untouched = sqlglot.parse_one("SELECT a.k FROM t1 AS a", read="spark")
     assert truth_subqueries._renamed_apart(untouched.copy(), {"t0"}) == untouched
+
+
+def test_a_counted_exists_is_not_asked_whether_spark_proves_it_empty() -> None:
+    """Spark answers a COUNT subquery over an input it proves empty with NULL, so such a
+    subquery of the user's is recomputed; an EXISTS counted here is answered by Spark as
+    an EXISTS, FALSE, which the count gives."""
+    exists = "SELECT k FROM t0 WHERE n > 1 OR EXISTS (SELECT 1 FROM t1 WHERE t1.k = t0.k AND 1 = 0)"
+    assert build_plan(exists, SCHEMA, qualify).not_provably_empty == ()
+    count = "SELECT k, (SELECT COUNT(*) FROM t1 WHERE t1.k = t0.k AND 1 = 0) AS c FROM t0"
+    assert len(build_plan(count, SCHEMA, qualify).not_provably_empty) == 1
