@@ -122,8 +122,11 @@ class Refresher:
         force_full: bool = False,
         wait: bool = True,
         table: IcebergTable | None = None,
+        suspends_if_failed: str | None = None,
     ) -> RefreshOutcome:
-        """``table``: the dynamic table just loaded by the caller, to spare a reload."""
+        """``table``: the dynamic table just loaded by the caller, to spare a reload;
+        ``suspends_if_failed``: the scheduler's reason for suspending the table should
+        this refresh fail, which the FAILED history row then gives."""
         if not force_full:
             outcome = self._no_data_without_lease(dt, trigger, table)
             if outcome is not None:
@@ -136,7 +139,7 @@ class Refresher:
         with lease, thread_properties_kept(self.spark.sparkContext):
             if lease.taken_over:
                 self._record_lost(dt)
-            return self._refresh_locked(dt, trigger, force_full)
+            return self._refresh_locked(dt, trigger, force_full, suspends_if_failed)
 
     def _no_data_without_lease(
         self, dt: DynamicTableDef, trigger: str, table: IcebergTable | None = None
@@ -163,7 +166,7 @@ class Refresher:
 
     # -- the steps -----------------------------------------------------------------------
     def _refresh_locked(
-        self, dt: DynamicTableDef, trigger: str, force_full: bool
+        self, dt: DynamicTableDef, trigger: str, force_full: bool, suspends: str | None
     ) -> RefreshOutcome:
         started = datetime.now(UTC)
         t0 = time.monotonic()
@@ -307,7 +310,8 @@ class Refresher:
             )
             try:
                 stats = {"rows_inserted": 0, "rows_deleted": 0}
-                self.history.append([self._row(dt, trigger, started, outcome, stats, message)])
+                failed = dt.with_options(suspended_reason=suspends) if suspends else dt
+                self.history.append([self._row(failed, trigger, started, outcome, stats, message)])
             except Exception:  # the history write must not hide the refresh's own error
                 pass
             if isinstance(exc, faults.InjectedFault):

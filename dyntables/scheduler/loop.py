@@ -272,10 +272,12 @@ class Scheduler:
                     continue
                 cycle.start(name)
                 task = _Task(cycle, name, dt)
-                inflight[executor.submit(self._refresh, dt)] = task
+                suspends = self.planner.suspends_if_failed(name)
+                inflight[executor.submit(self._refresh, dt, suspends)] = task
 
-    def _refresh(self, dt: DynamicTableDef) -> _Result:
-        """Worker thread: one refresh, never raises."""
+    def _refresh(self, dt: DynamicTableDef, suspends: str | None = None) -> _Result:
+        """Worker thread: one refresh, never raises. ``suspends``: what the table is
+        suspended with if this refresh fails (its FAILED history row says so)."""
         started = self.clock()
         try:
             current = self.catalog.load(dt)
@@ -283,7 +285,9 @@ class Scheduler:
                 return _Result(NOT_RUN, started, self.clock(), message="dropped")
             if current.state != ACTIVE:
                 return _Result(NOT_RUN, started, self.clock(), message="suspended")
-            outcome = self.registry.refresher.refresh(current, SYSTEM_SCHEDULED, wait=False)
+            outcome = self.registry.refresher.refresh(
+                current, SYSTEM_SCHEDULED, wait=False, suspends_if_failed=suspends
+            )
             return _Result(SUCCEEDED, started, self.clock(), outcome=outcome)
         except RefreshConflictError as exc:
             return _Result(BUSY, started, self.clock(), message=_one_line(exc))

@@ -304,6 +304,12 @@ class Planner:
         """A turn that did not refresh and is no failure (busy elsewhere, suspended)."""
         self.record(name).last_attempt = started
 
+    def suspends_if_failed(self, name: str) -> str | None:
+        """What suspending ``name`` will say if its next refresh fails (the failure's own
+        history row says it, as the seeds' ``suspended_reason`` does), or None."""
+        failures = self.record(name).failures + 1
+        return _suspended(failures) if failures >= self.policy.max_failures else None
+
     def failed(self, name: str, started: float, ended: float, error: str) -> FailureDecision:
         record = self.record(name)
         record.failures += 1
@@ -314,6 +320,9 @@ class Planner:
         suspend = record.failures >= self.policy.max_failures
         reason = None
         if suspend:
-            reason = f"suspended after {record.failures} consecutive refresh failures"
-            reason = f"{reason}; last error: {error}"[:1000]
+            reason = f"{_suspended(record.failures)}; last error: {error}"[:1000]
         return FailureDecision(record.failures, delay, suspend, reason)
+
+
+def _suspended(failures: int) -> str:
+    return f"suspended after {failures} consecutive refresh failures"

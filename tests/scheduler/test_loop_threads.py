@@ -103,7 +103,14 @@ class FakeRefresher:
     overlaps: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def refresh(self, dt: DynamicTableDef, trigger: str, *, wait: bool = True) -> RefreshOutcome:
+    def refresh(
+        self,
+        dt: DynamicTableDef,
+        trigger: str,
+        *,
+        wait: bool = True,
+        suspends_if_failed: str | None = None,
+    ) -> RefreshOutcome:
         assert trigger == "SYSTEM_SCHEDULED" and wait is False
         name = str(dt.name)
         if dt.table in self.busy:
