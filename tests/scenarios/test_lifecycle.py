@@ -539,6 +539,9 @@ def test_alter_suspend_resume_and_interval(lh: Lakehouse, pipeline) -> None:
         "5 SECOND",
         None,
     )
+    # no interval: no schedule, refreshed on demand only
+    lh.sql(f"ALTER DYNAMIC TABLE {dt} SET REFRESH")
+    assert lh.sql(f"SHOW DYNAMIC TABLES LIKE '{dt}'").first().refresh_interval is None
 
 
 def test_refresh_full_recomputes_on_request(lh: Lakehouse, pipeline) -> None:
