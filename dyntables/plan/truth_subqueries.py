@@ -10,13 +10,14 @@ NULL (``RewritePredicateSubquery``):
 
 * ``EXISTS (...)``: whether a row exists, TRUE or FALSE in SQL as well; taken anywhere.
 * ``x IN (SELECT y ...)``: whether some y equals x, FALSE where SQL says unknown (x NULL,
-  or a NULL among the y). Directly under NOT, though, Spark answers the null-aware
-  ``NOT IN``, and its optimizer moves NOTs through AND and OR and turns ``= FALSE``
-  into one, so where the flag meets a NOT depends on the optimizer. An IN is therefore
-  taken only where nothing but AND, OR and parentheses lie between it and where its
-  truth is read: a WHERE (a row passes on TRUE alone, so FALSE and unknown agree), a
-  CASE or IF condition (the same), or a whole column of a select list (Spark's flag,
-  exactly). Anywhere else it stays FULL.
+  or a NULL among the y). Directly under NOT, Spark's flag is null-aware: also TRUE
+  where ``x = y`` is unknown (a NULL x beside any row, any x beside a NULL y), so ``NOT``
+  of it is TRUE exactly where SQL's ``NOT IN`` is. Spark's optimizer first moves NOTs
+  through AND and OR (so the number of NOTs above an IN decides which flag it gets) and
+  turns ``= FALSE`` into a NOT. So an IN is taken where only AND, OR, NOT and
+  parentheses lie between it and a WHERE, a CASE/IF condition or a select item's whole
+  value; anywhere else (``coalesce(x IN (...), ...)``, ``(x IN (...)) = FALSE``) it
+  stays FULL.
 
 An IN's subquery must not refer to the outer query (its body is read as a table of its
 own, ``(SELECT COUNT(*) FROM (<subquery>) WHERE v = x)``).
@@ -34,6 +35,8 @@ from dyntables.plan.subquery import Unsupported, conjuncts, is_exists_subquery
 # the alias of an IN's subquery, read as a table by its counting subquery
 IN_ALIAS = "__dyntables_in"
 VALUE = "v"
+# a column TRUE in every row of an IN's subquery: the rows a NULL x is matched with
+ANY_ROW = "any_row"
 # the meta key that marks a counting subquery made here
 COUNTED = "dyntables_counted"
 # a table alias inside an IN's subquery that the outer query also uses is renamed to this
@@ -115,9 +118,10 @@ def exists_count(node: exp.Exists, plain: Callable[[exp.Expr], bool]) -> exp.Exp
 
 def in_count(node: exp.In, root: exp.Expr, outer_aliases: set[str]) -> exp.Expr:
     """``x IN (SELECT y ...)`` as ``(SELECT COUNT(*) FROM (SELECT y AS v ...) WHERE v = x)
-    > 0`` where that is what Spark answers (see the module's docstring); ``root``: the
-    clause (a WHERE's condition or one select item) whose truth or value reads it."""
-    _refuse_observed_null(node, root)
+    > 0``, Spark's flag, or under an odd number of NOTs as Spark's null-aware flag (see
+    the module's docstring); ``root``: the clause (a WHERE's condition or one select
+    item) whose truth or value reads it."""
+    negated = _negations(node, root)
     query = node.args["query"]
     query = query.this if isinstance(query, exp.Subquery) else query
     values = list(node.this.expressions) if isinstance(node.this, exp.Tuple) else [node.this]
@@ -132,42 +136,70 @@ def in_count(node: exp.In, root: exp.Expr, outer_aliases: set[str]) -> exp.Expr:
         for n in v.find_all(exp.Subquery, exp.Exists)
     ):
         raise Unsupported("SUBQUERY_EXPRESSION", "a subquery in the value IN compares")
+    if negated and len(values) > 1:
+        raise Unsupported(
+            "SUBQUERY_EXPRESSION",
+            "NOT IN (subquery) of several columns outside a WHERE's conjuncts",
+        )
     inner = _renamed_apart(query.copy(), outer_aliases)
     names = [f"{VALUE}{i}" for i in range(len(values))]
     for branch in _branches(inner):
-        branch.set(
-            "expressions",
-            [exp.alias_(e.unalias(), n) for e, n in zip(branch.expressions, names, strict=True)],
-        )
-    equal = []
-    for i, (value, name) in enumerate(zip(values, names, strict=True)):
+        items = [exp.alias_(e.unalias(), n) for e, n in zip(branch.expressions, names, strict=True)]
+        branch.set("expressions", [*items, exp.alias_(exp.true(), ANY_ROW)])
+    columns = []
+    for i, name in enumerate(names):
         column = exp.column(name, table=IN_ALIAS)
         column.type = branches[0].expressions[i].unalias().type
-        equal.append(exp.EQ(this=column, expression=value.copy()))
-    counted = (
+        columns.append(column)
+    equal = [exp.EQ(this=c, expression=v.copy()) for c, v in zip(columns, values, strict=True)]
+    flag = _positive(_count(inner, *equal))
+    if not negated:
+        return flag
+    # NOT directly over IN: Spark's existence join matches also where ``x = y`` is
+    # unknown, so the flag is TRUE as well for a NULL x beside any row (counted from the
+    # rows joined on x IS NULL, so a change of the subquery re-reads only the NULL x) and
+    # for any x beside a NULL y
+    any_row = exp.column(ANY_ROW, table=IN_ALIAS)
+    any_row.type = exp.DataType.build("boolean")
+    x_is_null = exp.paren(exp.Is(this=values[0].copy(), expression=exp.null()))
+    x_is_null.type = exp.DataType.build("boolean")
+    beside_null_x = _positive(_count(inner, exp.EQ(this=any_row, expression=x_is_null)))
+    null_y = _positive(_count(inner, exp.Is(this=columns[0].copy(), expression=exp.null())))
+    return exp.paren(exp.or_(flag, beside_null_x, null_y))
+
+
+def _count(inner: exp.Expr, *conditions: exp.Expr) -> exp.Select:
+    """``SELECT COUNT(*) FROM (inner) AS IN_ALIAS WHERE conditions``."""
+    alias = exp.TableAlias(this=exp.to_identifier(IN_ALIAS))
+    return (
         exp.select(exp.alias_(exp.Count(this=exp.Star()), VALUE))
-        .from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(IN_ALIAS))))
-        .where(exp.and_(*equal))
+        .from_(exp.Subquery(this=inner.copy(), alias=alias))
+        .where(exp.and_(*conditions))
     )
-    return _positive(counted)
 
 
-def _refuse_observed_null(node: exp.Expr, root: exp.Expr) -> None:
-    """Refuse an IN where Spark's answer would be its null-aware NOT IN, or where a FALSE
-    told from an unknown would show: anywhere but under AND, OR and parentheses up to a
-    WHERE, a CASE/IF condition or a select item's whole value."""
+def _negations(node: exp.Expr, root: exp.Expr) -> bool:
+    """Whether an odd number of NOTs lie above ``node`` up to where its truth is read:
+    under AND, OR, NOT and parentheses up to a WHERE, a CASE/IF condition or a select
+    item's whole value (Spark moves a NOT through AND and OR onto the IN, whose flag is
+    then null-aware). Refused anywhere else: where a FALSE told from an unknown would
+    show, or where Spark's optimizer decides which flag it is."""
     child, parent = node, node.parent
+    nots = 0
     while child is not root and parent is not None:
         if isinstance(parent, exp.If) and child.arg_key == "this":
-            return  # a condition: TRUE picks the branch, FALSE and unknown alike do not
-        if not isinstance(parent, exp.Paren | exp.And | exp.Or | exp.Alias):
+            break  # a condition: TRUE picks the branch, FALSE and unknown alike do not
+        if isinstance(parent, exp.Not):
+            nots += 1
+        elif not isinstance(parent, exp.Paren | exp.And | exp.Or | exp.Alias):
             raise Unsupported(
                 "SUBQUERY_EXPRESSION",
                 f"IN (subquery) under {type(parent).__name__.upper()}: Spark answers it as an "
-                "existence flag or, under NOT, as the null-aware NOT IN, depending on its "
-                "optimizer; recomputed",
+                "existence flag or as the null-aware NOT IN, depending on its optimizer; "
+                "recomputed",
             )
         child, parent = parent, parent.parent
+    return nots % 2 == 1
 
 
 def _positive(counted: exp.Select) -> exp.Expr:
