@@ -91,6 +91,8 @@ class InvalidOptionError(DynTablesError):
 
 class RefreshFailedError(DynTablesError):
     code = "DT_REFRESH_FAILED"
+    # set when the failure suspended the table (the scheduler's last allowed failure)
+    suspended_reason: str | None = None
 
 
 class RefreshConflictError(DynTablesError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from dyntables.catalog.definition import DynamicTableDef
+from dyntables.catalog.definition import ACTIVE, SUSPENDED, DynamicTableDef
 from dyntables.catalog.iceberg import IcebergTable, load_table
 from dyntables.catalog.trash import SYSTEM_NAMESPACE, Trash
 from dyntables.errors import NotADynamicTableError, TableNotFoundError
@@ -64,6 +64,17 @@ class Registry:
         if table is None:
             return None, None
         return table, DynamicTableDef.from_properties(qualified, table.properties())
+
+    def suspend(self, name: TableName, reason: str) -> bool:
+        """Set SUSPENDED + reason the way ALTER DYNAMIC TABLE ... SUSPEND does; False if
+        the table is gone or no longer ACTIVE (a user got there first)."""
+        table, current = self.load(name)
+        if table is None or current is None or current.state != ACTIVE:
+            return False
+        table.set_properties(
+            current.with_options(state=SUSPENDED, suspended_reason=reason).to_properties()
+        )
+        return True
 
     def find(self, name: TableName) -> DynamicTableDef | None:
         return self.load(name)[1]

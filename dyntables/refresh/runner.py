@@ -126,7 +126,9 @@ class Refresher:
     ) -> RefreshOutcome:
         """``table``: the dynamic table just loaded by the caller, to spare a reload;
         ``suspends_if_failed``: the scheduler's reason for suspending the table should
-        this refresh fail, which the FAILED history row then gives."""
+        this refresh fail (its last allowed failure). The refresh then suspends it
+        before its FAILED history row is written, so the row's ``suspended_reason`` says
+        what is so, and the error it raises carries the reason."""
         if not force_full:
             outcome = self._no_data_without_lease(dt, trigger, table)
             if outcome is not None:
@@ -308,9 +310,10 @@ class Refresher:
                 reason,
                 message,
             )
+            suspended = self._suspend(dt, suspends, message) if suspends else None
             try:
                 stats = {"rows_inserted": 0, "rows_deleted": 0}
-                failed = dt.with_options(suspended_reason=suspends) if suspends else dt
+                failed = dt.with_options(suspended_reason=suspended) if suspended else dt
                 self.history.append([self._row(failed, trigger, started, outcome, stats, message)])
             except Exception:  # the history write must not hide the refresh's own error
                 pass
@@ -321,11 +324,23 @@ class Refresher:
                     f"refresh of {dt.name} failed: {' '.join(exc.message.split())[:2000]}"
                 )
                 failure.code = exc.code
-                raise failure from exc
-            raise RefreshFailedError(f"refresh of {dt.name} failed: {message}") from exc
+            else:
+                failure = RefreshFailedError(f"refresh of {dt.name} failed: {message}")
+            failure.suspended_reason = suspended
+            raise failure from exc
         finally:
             if session is not None:
                 close_catalogs(session)
+
+    def _suspend(self, dt: DynamicTableDef, reason: str, error: str) -> str | None:
+        """Suspend ``dt`` after its last allowed failure; the reason it now has, or None
+        when it was not suspended here (a user suspended or dropped it first, or the
+        catalog refused: the scheduler then tries itself)."""
+        full = f"{reason}; last error: {error}"[:1000]
+        try:
+            return full if self.registry.suspend(dt.name, full) else None
+        except Exception:
+            return None
 
     def _dropped_source(self, dt: DynamicTableDef, exc: Exception) -> TableName | None:
         """A source of ``dt`` that no longer exists, after a refresh failed with ``exc``."""

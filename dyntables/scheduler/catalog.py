@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from dyntables.catalog.definition import ACTIVE, SUSPENDED, DynamicTableDef, RefreshState
+from dyntables.catalog.definition import ACTIVE, DynamicTableDef, RefreshState
 from dyntables.catalog.iceberg import load_table
 from dyntables.catalog.trash import SYSTEM_NAMESPACE
 from dyntables.errors import ConfigError
@@ -138,13 +138,7 @@ class CatalogAccess:
     def suspend(self, dt: DynamicTableDef, reason: str) -> bool:
         """Set SUSPENDED + reason the way ALTER DYNAMIC TABLE ... SUSPEND does; False if
         the table is gone or no longer ACTIVE (a user got there first)."""
-        table, current = self.registry.load(dt.name)
-        if table is None or current is None or current.state != ACTIVE:
-            return False
-        table.set_properties(
-            current.with_options(state=SUSPENDED, suspended_reason=reason).to_properties()
-        )
-        return True
+        return self.registry.suspend(dt.name, reason)
 
     def record_skip(self, dt: DynamicTableDef, message: str, when: float) -> None:
         """A history row for a refresh the scheduler did not run this cycle.

@@ -81,6 +81,8 @@ class _Result:
     ended: float
     outcome: RefreshOutcome | None = None
     message: str | None = None
+    # the failure suspended the table (the refresh did, before its history row)
+    suspended: str | None = None
 
 
 @dataclass(frozen=True)
@@ -272,12 +274,13 @@ class Scheduler:
                     continue
                 cycle.start(name)
                 task = _Task(cycle, name, dt)
-                suspends = self.planner.suspends_if_failed(name)
-                inflight[executor.submit(self._refresh, dt, suspends)] = task
+                last_try = self.planner.suspends_if_failed(name)
+                inflight[executor.submit(self._refresh, dt, last_try)] = task
 
-    def _refresh(self, dt: DynamicTableDef, suspends: str | None = None) -> _Result:
-        """Worker thread: one refresh, never raises. ``suspends``: what the table is
-        suspended with if this refresh fails (its FAILED history row says so)."""
+    def _refresh(self, dt: DynamicTableDef, suspends_if_failed: str | None) -> _Result:
+        """Worker thread: one refresh, never raises. ``suspends_if_failed``: set for the
+        last allowed failure, which the refresh itself turns into a suspension, so
+        that its FAILED history row can say so."""
         started = self.clock()
         try:
             current = self.catalog.load(dt)
@@ -286,13 +289,15 @@ class Scheduler:
             if current.state != ACTIVE:
                 return _Result(NOT_RUN, started, self.clock(), message="suspended")
             outcome = self.registry.refresher.refresh(
-                current, SYSTEM_SCHEDULED, wait=False, suspends_if_failed=suspends
+                current, SYSTEM_SCHEDULED, wait=False, suspends_if_failed=suspends_if_failed
             )
             return _Result(SUCCEEDED, started, self.clock(), outcome=outcome)
         except RefreshConflictError as exc:
             return _Result(BUSY, started, self.clock(), message=_one_line(exc))
         except Exception as exc:  # RefreshFailedError and anything unexpected
-            return _Result(FAILED, started, self.clock(), message=_one_line(exc))
+            suspended = getattr(exc, "suspended_reason", None)
+            message = _one_line(exc)
+            return _Result(FAILED, started, self.clock(), message=message, suspended=suspended)
 
     def _complete(self, task: _Task, future: Future[_Result]) -> None:
         result = future.result()
@@ -379,7 +384,12 @@ class Scheduler:
                 message=f"failure {decision.failures} of {limit} ({retry}): {message}",
             )
         )
-        if decision.suspend and decision.suspend_reason:
+        if result.suspended:  # the refresh suspended the table before its history row
+            self.stats.suspensions += 1
+            self._emit(
+                ev.SchedulerEvent(ev.SUSPENDED, self.clock(), task.name, message=result.suspended)
+            )
+        elif decision.suspend and decision.suspend_reason:
             try:
                 if self.catalog.suspend(task.dt, decision.suspend_reason):
                     self.stats.suspensions += 1

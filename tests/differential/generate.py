@@ -541,7 +541,7 @@ class QueryGen:
         if semi and chance(ch, 0.08):
             conj.append(self.compared_with_scalar(rel))
         if semi and chance(ch, 0.06):  # counted, not a semi join (Spark: equalities only)
-            kind = pick(ch, ["exists", "in", "not_exists"])
+            kind = pick(ch, ["exists", "in", "not_exists", "not_in"])
             conj.append(f"({self.pred(rel.scope, 0)} OR {self.semi(rel, kind, equi_only=True)})")
             rel.tags.add("truth_subquery")
         return rel.where_sql(conj)
@@ -649,7 +649,9 @@ class QueryGen:
             rel.tags.add("generator")
         if semi and chance(ch, 0.06):  # a flag column: Spark's existence flag, counted
             name = f"{prefix}{len(cols)}"
-            truth = self.semi(rel, pick(ch, ["exists", "in", "not_exists"]), equi_only=True)
+            truth = self.semi(
+                rel, pick(ch, ["exists", "in", "not_exists", "not_in"]), equi_only=True
+            )
             items.append(f"CASE WHEN {truth} THEN 1 ELSE 0 END AS {name}")
             cols.append(Col(name, INT))
             rel.tags.add("truth_subquery")

@@ -99,6 +99,7 @@ class FakeRefresher:
     failing: set[str] = field(default_factory=set)
     busy: set[str] = field(default_factory=set)
     runs: list[tuple[str, float, float]] = field(default_factory=list)
+    last_tries: list[tuple[str, str | None]] = field(default_factory=list)
     running: set[str] = field(default_factory=set)
     overlaps: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -113,6 +114,7 @@ class FakeRefresher:
     ) -> RefreshOutcome:
         assert trigger == "SYSTEM_SCHEDULED" and wait is False
         name = str(dt.name)
+        self.last_tries.append((dt.table, suspends_if_failed))
         if dt.table in self.busy:
             raise RefreshConflictError(f"{name} is being refreshed right now")
         with self.lock:
@@ -230,6 +232,13 @@ def test_failures_back_off_skip_downstream_then_suspend() -> None:
     assert gaps[0] >= 0.1 - 0.01 and gaps[1] >= 0.2 - 0.01  # 0.1 s, then 0.2 s (capped)
     ((table, reason),) = catalog.suspended
     assert table == "f" and reason.startswith("suspended after 3 consecutive refresh failures")
+    # only the third try is told it is the last (a real refresh then suspends the table
+    # itself, before its history row; this fake does not, so the scheduler does)
+    assert [t for n, t in refresher.last_tries if n == "f"] == [
+        None,
+        None,
+        "suspended after 3 consecutive refresh failures",
+    ]
     assert "boom" in reason
     # g is skipped in each cycle where f failed, recorded with the root cause...
     assert catalog.skips == [("g", "skipped: upstream cat.ns.f failed")] * 3
