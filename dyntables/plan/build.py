@@ -734,9 +734,7 @@ class _Builder:
         three-valued comparison of rows is then TRUE or unknown, and NOT IN unknown drops
         the row). Two anti joins: one on the equality of every column (no NULL involved,
         Iceberg and Spark key it), one with no key for the matches a NULL takes part in."""
-        outer = list(sub.this.expressions)
-        query = sub.args["query"]
-        query = query.this if isinstance(query, exp.Subquery) else query
+        outer, query = subquery.in_parts(sub)
         if _correlated(query, scope):
             raise NotIncremental(
                 "CORRELATED_IN", "NOT IN", "NOT IN (subquery) that refers to the outer query"
@@ -771,19 +769,11 @@ class _Builder:
         self, node: Node, scope: Scope, kind: str, sub: exp.Expr, ctes: dict[str, exp.Expr]
     ) -> Node:
         if isinstance(sub, exp.In):
-            query = sub.args["query"]
-            query = query.this if isinstance(query, exp.Subquery) else query
-            if _correlated(query, scope):
-                raise NotIncremental(
-                    "CORRELATED_IN", "IN", "IN (subquery) that refers to the outer query"
-                )
-            right, names = self.query(query, ctes)
             # (a, b) IN (SELECT x, y ...): in a WHERE, a semi join on a = x AND b = y
-            outer = sub.this.expressions if isinstance(sub.this, exp.Tuple) else [sub.this]
-            in_pairs = subquery.in_pairs(outer, query)
-            differ = subquery.keys_differ(in_pairs, by_value=True) if in_pairs else None
-            if differ is not None:
-                raise NotIncremental("KEY_TYPES", "IN", differ)
+            outer, query = self._in_checked(
+                sub, scope, "IN (subquery) that refers to the outer query"
+            )
+            right, names = self.query(query, ctes)
             if len(names) != len(outer):
                 raise NotIncremental(
                     "UNRESOLVED_QUERY", "IN", "IN (subquery) must return one column per value"
@@ -919,7 +909,7 @@ class _Builder:
         clauses += [(e, [], aggregating) for e in select.expressions]
         outer_aliases = {a for a, _ in scope if a}
         for root, handled, in_arguments_only in clauses:
-            for node in truth_subqueries.truth_subqueries(root, handled):
+            for node in truth_subqueries.of_clause(root, handled):
                 if in_arguments_only and not any(is_aggregate_call(a) for a in _ancestors(node)):
                     raise NotIncremental(
                         "SUBQUERY_EXPRESSION",
@@ -932,27 +922,41 @@ class _Builder:
     def _counted(
         self, node: exp.Expr, root: exp.Expr, scope: Scope, outer_aliases: set[str]
     ) -> exp.Expr:
-        what = "IN" if isinstance(node, exp.In) else "EXISTS"
+        """The counting subquery that replaces ``node``, an EXISTS or IN of ``root`` (a
+        WHERE's condition or a select item); the IN checked as a semi join's is, since
+        its count is grouped by the subquery's values just as a semi join keys them."""
         try:
             if isinstance(node, exp.Exists):
                 return truth_subqueries.exists_count(node, _plain_item)
             assert isinstance(node, exp.In)
-            query = node.args["query"]
-            query = query.this if isinstance(query, exp.Subquery) else query
-            if _correlated(query, scope):
-                raise NotIncremental(
-                    "CORRELATED_IN",
-                    "IN",
-                    "IN (subquery) that refers to the outer query, outside a WHERE's "
-                    "top-level conjuncts",
-                )
-            values = node.this.expressions if isinstance(node.this, exp.Tuple) else [node.this]
-            differ = subquery.keys_differ(subquery.in_pairs(values, query) or [], by_value=True)
-            if differ is not None:
-                raise NotIncremental("KEY_TYPES", "IN", differ)
+            self._in_checked(
+                node,
+                scope,
+                "IN (subquery) that refers to the outer query, outside a WHERE's conjuncts",
+            )
             return truth_subqueries.in_count(node, root, outer_aliases)
         except subquery.Unsupported as exc:
+            what = "IN" if isinstance(node, exp.In) else "EXISTS"
             raise NotIncremental(exc.code, what, exc.detail) from None
+
+    def _in_checked(
+        self, node: exp.In, scope: Scope, correlated: str
+    ) -> tuple[list[exp.Expr], exp.Expr]:
+        """``node``'s values and query, or why it is not maintained: a subquery that
+        refers to the outer query (``correlated`` says where), values and columns that do
+        not pair up, or pair up with types whose values do not meet one for one."""
+        values, query = subquery.in_parts(node)
+        if _correlated(query, scope):
+            raise NotIncremental("CORRELATED_IN", "IN", correlated)
+        pairs = subquery.in_pairs(values, query)
+        if pairs is None:
+            raise NotIncremental(
+                "UNRESOLVED_QUERY", "IN", "IN (subquery) must return one column per value"
+            )
+        differ = subquery.keys_differ(pairs, by_value=True)
+        if differ is not None:
+            raise NotIncremental("KEY_TYPES", "IN", differ)
+        return values, query
 
     def _scalar_keys(
         self, joined: subquery.ScalarJoin, outer: list[exp.Expr], columns: tuple[str, ...]
@@ -1359,11 +1363,22 @@ def _filter_into_argument(f: exp.Filter) -> exp.AggFunc:
 
 
 def _aggregates(e: exp.Expr) -> bool:
-    """An aggregate of this SELECT (not one of a subquery, nor a window function)."""
+    """An aggregate of this SELECT (not one of a subquery, nor a window function's):
+    windows are looked for between the call and ``e`` only, since ``e`` may be the item
+    of a subquery that sits in a window of an outer query."""
     for n in own_nodes(e):
-        if is_aggregate_call(n) and not any(isinstance(p, exp.Window) for p in _ancestors(n)):
+        if is_aggregate_call(n) and not any(isinstance(p, exp.Window) for p in _up_to(n, e)):
             return True
     return False
+
+
+def _up_to(n: exp.Expr, top: exp.Expr) -> list[exp.Expr]:
+    """The ancestors of ``n`` up to ``top`` (included)."""
+    out = []
+    while n is not top and n.parent is not None:
+        n = n.parent
+        out.append(n)
+    return out
 
 
 def _plain_item(e: exp.Expr) -> bool:

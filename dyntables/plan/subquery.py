@@ -350,19 +350,27 @@ def in_pairs(outer: list[exp.Expr], query: exp.Expr) -> list[tuple[exp.Expr, exp
     """(outer value, subquery column) pairs of ``(outer) IN (query)``, every branch of a
     set operation; None when the column counts differ (the builder says so)."""
     pairs = []
-    for branch in _branches(query):
+    for branch in branches(query):
         if len(branch.expressions) != len(outer):
             return None
         pairs += [(v, e.unalias()) for v, e in zip(outer, branch.expressions, strict=True)]
     return pairs
 
 
-def _branches(query: exp.Expr) -> list[exp.Select]:
+def branches(query: exp.Expr) -> list[exp.Select]:
+    """The SELECTs of a query, every branch of a set operation."""
     if isinstance(query, exp.Subquery):
-        return _branches(query.this)
+        return branches(query.this)
     if isinstance(query, exp.SetOperation):
-        return _branches(query.left) + _branches(query.right)
+        return branches(query.left) + branches(query.right)
     return [query] if isinstance(query, exp.Select) else []
+
+
+def in_parts(node: exp.In) -> tuple[list[exp.Expr], exp.Expr]:
+    """``(a, b) IN (query)``: the values compared (one, or a tuple's) and the query."""
+    query = node.args["query"]
+    values = node.this.expressions if isinstance(node.this, exp.Tuple) else [node.this]
+    return list(values), query.this if isinstance(query, exp.Subquery) else query
 
 
 def null_safe_keys(a: exp.Expr, b: exp.Expr) -> list[tuple[exp.Expr, exp.Expr]] | None:

@@ -30,27 +30,35 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from dyntables.plan.calls import own_nodes
-from dyntables.plan.subquery import Unsupported, conjuncts, is_exists_subquery
+from dyntables.plan.subquery import (
+    VALUE,
+    Unsupported,
+    branches,
+    conjuncts,
+    in_parts,
+    is_exists_subquery,
+)
 
-# the alias of an IN's subquery, read as a table by its counting subquery
-IN_ALIAS = "__dyntables_in"
-VALUE = "v"
+# the aliases of an IN's subquery (its columns named v0...) and of what its counting
+# subqueries read: those columns, and _ANY_ROW under NOT
+_BODY = "__dyntables_q"
+_IN_ALIAS = "__dyntables_in"
 # a column TRUE in every row of an IN's subquery: the rows a NULL x is matched with
-ANY_ROW = "any_row"
+_ANY_ROW = "any_row"
 # the meta key that marks a counting subquery made here
-COUNTED = "dyntables_counted"
+_COUNTED = "dyntables_counted"
 # a table alias inside an IN's subquery that the outer query also uses is renamed to this
 # prefix plus a number, so the correlation's outer columns are not read as inner ones
 RENAMED = "__dyntables_r"
 # what an EXISTS may have for the semi join a WHERE's conjunct makes of it, which reads
 # its FROM relation and WHERE alone (an ORDER BY or a hint changes no row's existence)
-SEMI_JOINED = frozenset({"expressions", "from_", "from", "where", "order", "hint"})
+_SEMI_JOINED = frozenset({"expressions", "from_", "from", "where", "order", "hint"})
 # what an EXISTS may have besides its FROM and WHERE without changing whether a row exists
 _EXISTS_KEPT = frozenset({"expressions", "from_", "from", "joins", "laterals", "where", "hint"})
 _EXISTS_DROPPED = frozenset({"order", "distinct"})
 
 
-def truth_subqueries(root: exp.Expr, handled: list[exp.Expr]) -> list[exp.Expr]:
+def of_clause(root: exp.Expr, handled: list[exp.Expr]) -> list[exp.Expr]:
     """The EXISTS and IN (subquery) nodes of one clause, not those of nested queries nor
     the ``handled`` ones (a WHERE's top-level conjuncts)."""
     seen = {id(n) for n in handled}
@@ -80,11 +88,11 @@ def top_level(where: exp.Expr, plain: Callable[[exp.Expr], bool]) -> list[exp.Ex
 def semi_joined(node: exp.Expr, plain: Callable[[exp.Expr], bool]) -> bool:
     """Whether the semi join of a WHERE's conjunct ``EXISTS`` reads all of it: not an
     aggregate without GROUP BY either, which has a row over no rows."""
-    body = node.this.this if isinstance(node.this, exp.Subquery) else node.this
+    body = _exists_body(node)
     return (
         isinstance(body, exp.Select)
         and (body.args.get("from_") or body.args.get("from")) is not None
-        and all(not v or k in SEMI_JOINED for k, v in body.args.items())
+        and all(not v or k in _SEMI_JOINED for k, v in body.args.items())
         and all(plain(e) for e in body.expressions)
     )
 
@@ -93,7 +101,7 @@ def exists_count(node: exp.Exists, plain: Callable[[exp.Expr], bool]) -> exp.Exp
     """``EXISTS (SELECT ... FROM f WHERE p)`` as ``(SELECT COUNT(*) FROM f WHERE p) > 0``.
     ``plain``: whether a select item neither aggregates nor generates rows (the builder
     knows which calls do): an aggregate without GROUP BY makes one row of none."""
-    body = node.this.this if isinstance(node.this, exp.Subquery) else node.this
+    body = _exists_body(node)
     if not isinstance(body, exp.Select):
         raise Unsupported("SUBQUERY_EXPRESSION", "EXISTS over a set operation")
     if not all(plain(e) for e in body.expressions):
@@ -117,39 +125,37 @@ def exists_count(node: exp.Exists, plain: Callable[[exp.Expr], bool]) -> exp.Exp
 
 
 def in_count(node: exp.In, root: exp.Expr, outer_aliases: set[str]) -> exp.Expr:
-    """``x IN (SELECT y ...)`` as ``(SELECT COUNT(*) FROM (SELECT y AS v ...) WHERE v = x)
-    > 0``, Spark's flag, or under an odd number of NOTs as Spark's null-aware flag (see
+    """``x IN (SELECT y ...)`` as ``(SELECT COUNT(*) FROM (SELECT y ...) AS q(v) WHERE v =
+    x) > 0``, Spark's flag, or under an odd number of NOTs as Spark's null-aware flag (see
     the module's docstring); ``root``: the clause (a WHERE's condition or one select
-    item) whose truth or value reads it."""
-    negated = _negations(node, root)
-    query = node.args["query"]
-    query = query.this if isinstance(query, exp.Subquery) else query
-    values = list(node.this.expressions) if isinstance(node.this, exp.Tuple) else [node.this]
-    branches = _branches(query)
-    if not branches or any(len(b.expressions) != len(values) for b in branches):
-        raise Unsupported(
-            "UNRESOLVED_QUERY", "IN (subquery) must return one column per value compared"
-        )
-    if any(
-        isinstance(n, exp.Subquery | exp.Exists)
-        for v in values
-        for n in v.find_all(exp.Subquery, exp.Exists)
-    ):
+    item) whose truth or value reads it. The builder has checked that the subquery does
+    not refer to the outer query and returns one column per value."""
+    negated = _negated(node, root)
+    values, query = in_parts(node)
+    if any(True for v in values for _ in v.find_all(exp.Subquery, exp.Exists)):
         raise Unsupported("SUBQUERY_EXPRESSION", "a subquery in the value IN compares")
     if negated and len(values) > 1:
         raise Unsupported(
             "SUBQUERY_EXPRESSION",
             "NOT IN (subquery) of several columns outside a WHERE's conjuncts",
         )
-    inner = _renamed_apart(query.copy(), outer_aliases)
     names = [f"{VALUE}{i}" for i in range(len(values))]
-    for branch in _branches(inner):
-        items = [exp.alias_(e.unalias(), n) for e, n in zip(branch.expressions, names, strict=True)]
-        branch.set("expressions", [*items, exp.alias_(exp.true(), ANY_ROW)])
+    # the subquery as it is (its ORDER BY may name its own columns), its columns renamed
+    # by the alias that reads it
+    body = exp.Subquery(
+        this=_renamed_apart(query.copy(), outer_aliases),
+        alias=exp.TableAlias(
+            this=exp.to_identifier(_BODY), columns=[exp.to_identifier(n) for n in names]
+        ),
+    )
+    items = [exp.alias_(exp.column(n, table=_BODY), n) for n in names]
+    if negated:
+        items.append(exp.alias_(exp.true(), _ANY_ROW))
+    inner = exp.select(*items).from_(body)
     columns = []
-    for i, name in enumerate(names):
-        column = exp.column(name, table=IN_ALIAS)
-        column.type = branches[0].expressions[i].unalias().type
+    for name, first in zip(names, branches(query)[0].expressions, strict=True):
+        column = exp.column(name, table=_IN_ALIAS)
+        column.type = first.unalias().type  # the family, checked for every branch, is one
         columns.append(column)
     equal = [exp.EQ(this=c, expression=v.copy()) for c, v in zip(columns, values, strict=True)]
     flag = _positive(_count(inner, *equal))
@@ -159,7 +165,7 @@ def in_count(node: exp.In, root: exp.Expr, outer_aliases: set[str]) -> exp.Expr:
     # unknown, so the flag is TRUE as well for a NULL x beside any row (counted from the
     # rows joined on x IS NULL, so a change of the subquery re-reads only the NULL x) and
     # for any x beside a NULL y
-    any_row = exp.column(ANY_ROW, table=IN_ALIAS)
+    any_row = exp.column(_ANY_ROW, table=_IN_ALIAS)
     any_row.type = exp.DataType.build("boolean")
     x_is_null = exp.paren(exp.Is(this=values[0].copy(), expression=exp.null()))
     x_is_null.type = exp.DataType.build("boolean")
@@ -169,8 +175,8 @@ def in_count(node: exp.In, root: exp.Expr, outer_aliases: set[str]) -> exp.Expr:
 
 
 def _count(inner: exp.Expr, *conditions: exp.Expr) -> exp.Select:
-    """``SELECT COUNT(*) FROM (inner) AS IN_ALIAS WHERE conditions``."""
-    alias = exp.TableAlias(this=exp.to_identifier(IN_ALIAS))
+    """``SELECT COUNT(*) FROM (inner) AS _IN_ALIAS WHERE conditions``."""
+    alias = exp.TableAlias(this=exp.to_identifier(_IN_ALIAS))
     return (
         exp.select(exp.alias_(exp.Count(this=exp.Star()), VALUE))
         .from_(exp.Subquery(this=inner.copy(), alias=alias))
@@ -178,7 +184,7 @@ def _count(inner: exp.Expr, *conditions: exp.Expr) -> exp.Select:
     )
 
 
-def _negations(node: exp.Expr, root: exp.Expr) -> bool:
+def _negated(node: exp.Expr, root: exp.Expr) -> bool:
     """Whether an odd number of NOTs lie above ``node`` up to where its truth is read:
     under AND, OR, NOT and parentheses up to a WHERE, a CASE/IF condition or a select
     item's whole value (Spark moves a NOT through AND and OR onto the IN, whose flag is
@@ -202,9 +208,14 @@ def _negations(node: exp.Expr, root: exp.Expr) -> bool:
     return nots % 2 == 1
 
 
+def _exists_body(node: exp.Expr) -> exp.Expr:
+    return node.this.this if isinstance(node.this, exp.Subquery) else node.this
+
+
 def _positive(counted: exp.Select) -> exp.Expr:
+    """``(counted) > 0``, its subquery marked as made here (see :func:`counted`)."""
     sq = exp.Subquery(this=counted)
-    sq.meta[COUNTED] = True
+    sq.meta[_COUNTED] = True
     return exp.paren(exp.GT(this=sq, expression=exp.Literal.number(0)))
 
 
@@ -212,20 +223,12 @@ def counted(sq: exp.Subquery) -> bool:
     """A scalar subquery made here: Spark never sees it as one (it answers the EXISTS or
     IN), so what Spark answers for a COUNT subquery over an input it proves empty (NULL,
     not 0) does not concern it."""
-    return bool(sq.meta.get(COUNTED))
+    return bool(sq.meta.get(_COUNTED))
 
 
 def _positive_limit(limit: exp.Expr) -> bool:
     value = limit.expression if isinstance(limit, exp.Limit) else None
     return isinstance(value, exp.Literal) and value.is_int and int(value.this) > 0
-
-
-def _branches(query: exp.Expr) -> list[exp.Select]:
-    if isinstance(query, exp.Subquery):
-        return _branches(query.this)
-    if isinstance(query, exp.SetOperation):
-        return _branches(query.left) + _branches(query.right)
-    return [query] if isinstance(query, exp.Select) else []
 
 
 def _renamed_apart(query: exp.Expr, taken: set[str]) -> exp.Expr:

@@ -40,6 +40,8 @@ SCHEMA = {T0: [("k", "int"), ("n", "int"), ("s", "string")], T1: [("k", "int"), 
         "SELECT k, k NOT IN (SELECT k FROM t1) AS f FROM t0",
         "SELECT k FROM t0 WHERE NOT (k IN (SELECT k FROM t1) OR n > 1)",
         "SELECT k, IF(k NOT IN (SELECT k FROM t1), 1, 0) AS f FROM t0",
+        # the subquery's ORDER BY names its own column (helper-28)
+        "SELECT k FROM t0 WHERE k IN (SELECT t1.k AS kk FROM t1 ORDER BY kk LIMIT 2) OR n > 1",
         # the subquery reads the outer query's table under the same name
         "SELECT k FROM t0 WHERE k IN (SELECT t0.n FROM t0 WHERE t0.n > 1) OR n = 0",
     ],
@@ -71,6 +73,12 @@ def _has_aggregate(node: object) -> bool:
             "SUBQUERY_EXPRESSION",
         ),
         ("SELECT k, EXISTS (SELECT COUNT(*) FROM t1) AS f FROM t0", "SUBQUERY_EXPRESSION"),
+        # ... also where the EXISTS sits in a window of the outer query (helper-28)
+        (
+            "SELECT k, SUM(n) OVER (PARTITION BY EXISTS (SELECT MAX(t1.k) FROM t1 "
+            "WHERE t1.k = 7)) AS w FROM t0",
+            "SUBQUERY_EXPRESSION",
+        ),
         (
             "SELECT k FROM t0 WHERE n > 1 OR EXISTS (SELECT t1.k FROM t1 GROUP BY t1.k)",
             "SUBQUERY_EXPRESSION",
