@@ -564,10 +564,18 @@ def change_sql(
                 col("x_" + m_name, d_alias),
             )
             reaches = exp.LTE if call.func == "min" else exp.GTE
+            # a delta is not consolidated: a value it deletes may be one it also inserts
+            # (a LEFT join's rows matched again beside the change that moved them), so a
+            # group with no extreme before (all NULL, or new) that loses a value is
+            # recomputed too; helper-27 saw MAX keep such a value
             recompute = exp.and_(
                 exp.Not(this=exp.Is(this=dele.copy(), expression=exp.null())),
-                exp.Not(this=exp.Is(this=old_m.copy(), expression=exp.null())),
-                reaches(this=dele.copy(), expression=old_m.copy()),
+                exp.paren(
+                    exp.or_(
+                        exp.Is(this=old_m.copy(), expression=exp.null()),
+                        reaches(this=dele.copy(), expression=old_m.copy()),
+                    )
+                ),
             )
             merged = pick(this=old_m.copy(), expressions=[ins.copy()])
             items.append(

@@ -710,6 +710,7 @@ class _Builder:
             outer, query = subquery.not_in_parts(sub)
         except subquery.Unsupported as exc:
             raise NotIncremental(exc.code, "NOT IN", exc.detail) from None
+        _refuse_null_folded("NOT IN", [outer])
         if _correlated(query, scope):
             raise NotIncremental(
                 "CORRELATED_IN", "NOT IN", "NOT IN (subquery) that refers to the outer query"
@@ -739,6 +740,7 @@ class _Builder:
             raise NotIncremental(
                 "CORRELATED_IN", "NOT IN", "NOT IN (subquery) that refers to the outer query"
             )
+        _refuse_null_folded("NOT IN", outer)
         pairs = subquery.in_pairs(outer, query)
         if pairs is None:
             raise NotIncremental(
@@ -948,6 +950,7 @@ class _Builder:
         values, query = subquery.in_parts(node)
         if _correlated(query, scope):
             raise NotIncremental("CORRELATED_IN", "IN", correlated)
+        _refuse_null_folded("IN", values)
         pairs = subquery.in_pairs(values, query)
         if pairs is None:
             raise NotIncremental(
@@ -956,6 +959,10 @@ class _Builder:
         differ = subquery.keys_differ(pairs, by_value=True)
         if differ is not None:
             raise NotIncremental("KEY_TYPES", "IN", differ)
+        if any(y.type is not None and y.type.this == exp.DataType.Type.NULL for _, y in pairs):
+            raise NotIncremental(  # kept as a key, a column of no type cannot be stored
+                "KEY_TYPES", "IN", "IN (SELECT NULL ...): cast the NULL to the value's type"
+            )
         return values, query
 
     def _scalar_keys(
@@ -1379,6 +1386,16 @@ def _up_to(n: exp.Expr, top: exp.Expr) -> list[exp.Expr]:
         n = n.parent
         out.append(n)
     return out
+
+
+def _refuse_null_folded(operator: str, values: list[exp.Expr]) -> None:
+    if subquery.folds_to_null(values):
+        raise NotIncremental(
+            "SUBQUERY_EXPRESSION",
+            operator,
+            "a value with a NULL in it, which Spark's optimizer may fold to NULL and then "
+            f"answer {operator} (subquery) with NULL before reading the subquery; recomputed",
+        )
 
 
 def _plain_item(e: exp.Expr) -> bool:

@@ -366,6 +366,13 @@ def branches(query: exp.Expr) -> list[exp.Select]:
     return [query] if isinstance(query, exp.Select) else []
 
 
+def folds_to_null(values: list[exp.Expr]) -> bool:
+    """A value compared by IN or NOT IN that Spark's optimizer may fold to a NULL literal
+    (``CAST(NULL AS INT)``, ``k + NULL``): Spark then answers NULL before reading the
+    subquery, where its join gives FALSE (or, for NOT IN over no rows, TRUE)."""
+    return any(True for v in values for _ in v.find_all(exp.Null))
+
+
 def in_parts(node: exp.In) -> tuple[list[exp.Expr], exp.Expr]:
     """``(a, b) IN (query)``: the values compared (one, or a tuple's) and the query."""
     query = node.args["query"]

@@ -88,6 +88,12 @@ def _has_aggregate(node: object) -> bool:
             "CORRELATED_IN",
         ),
         ("SELECT k FROM t0 WHERE s IN (SELECT k FROM t1) OR n > 1", "KEY_TYPES"),
+        # Spark folds a NULL value's IN to NULL before it reads the subquery (helper-27)
+        ("SELECT k, CAST(NULL AS INT) IN (SELECT k FROM t1) AS f FROM t0", "SUBQUERY_EXPRESSION"),
+        ("SELECT k FROM t0 WHERE k + NULL NOT IN (SELECT k FROM t1)", "SUBQUERY_EXPRESSION"),
+        ("SELECT k FROM t0 WHERE (k, NULL) NOT IN (SELECT k, n FROM t0)", "SUBQUERY_EXPRESSION"),
+        # a key column of no type cannot be kept in state
+        ("SELECT k, k IN (SELECT NULL FROM t1) AS f FROM t0", "KEY_TYPES"),
         # an aggregating SELECT's own value
         (
             "SELECT s, COUNT(*) IN (SELECT k FROM t1) AS f FROM t0 GROUP BY s",
