@@ -735,20 +735,9 @@ class _Builder:
         three-valued comparison of rows is then TRUE or unknown, and NOT IN unknown drops
         the row). Two anti joins: one on the equality of every column (no NULL involved,
         Iceberg and Spark key it), one with no key for the matches a NULL takes part in."""
-        outer, query = subquery.in_parts(sub)
-        if _correlated(query, scope):
-            raise NotIncremental(
-                "CORRELATED_IN", "NOT IN", "NOT IN (subquery) that refers to the outer query"
-            )
-        _refuse_null_folded("NOT IN", outer)
-        pairs = subquery.in_pairs(outer, query)
-        if pairs is None:
-            raise NotIncremental(
-                "UNRESOLVED_QUERY", "NOT IN", "NOT IN (subquery) must return one column per value"
-            )
-        differ = subquery.keys_differ(pairs, by_value=True)
-        if differ is not None:
-            raise NotIncremental("KEY_TYPES", "NOT IN", differ)
+        outer, query = self._in_checked(
+            sub, scope, "NOT IN (subquery) that refers to the outer query", "NOT IN"
+        )
         values = [self.expr(e, scope) for e in outer]
         right, _ = self.query(query, ctes)
         node = Join("anti", node, right, tuple(values), tuple(col(c) for c in right.columns), None)
@@ -942,26 +931,31 @@ class _Builder:
             raise NotIncremental(exc.code, what, exc.detail) from None
 
     def _in_checked(
-        self, node: exp.In, scope: Scope, correlated: str
+        self, node: exp.In, scope: Scope, correlated: str, operator: str = "IN"
     ) -> tuple[list[exp.Expr], exp.Expr]:
         """``node``'s values and query, or why it is not maintained: a subquery that
-        refers to the outer query (``correlated`` says where), values and columns that do
-        not pair up, or pair up with types whose values do not meet one for one."""
+        refers to the outer query (``correlated`` says where), a value Spark may fold to
+        NULL, values and columns that do not pair up, or pair up with types whose values
+        do not meet one for one."""
         values, query = subquery.in_parts(node)
         if _correlated(query, scope):
-            raise NotIncremental("CORRELATED_IN", "IN", correlated)
-        _refuse_null_folded("IN", values)
+            raise NotIncremental("CORRELATED_IN", operator, correlated)
+        _refuse_null_folded(operator, values)
         pairs = subquery.in_pairs(values, query)
         if pairs is None:
             raise NotIncremental(
-                "UNRESOLVED_QUERY", "IN", "IN (subquery) must return one column per value"
+                "UNRESOLVED_QUERY",
+                operator,
+                f"{operator} (subquery) must return one column per value",
             )
         differ = subquery.keys_differ(pairs, by_value=True)
         if differ is not None:
-            raise NotIncremental("KEY_TYPES", "IN", differ)
+            raise NotIncremental("KEY_TYPES", operator, differ)
         if any(y.type is not None and y.type.this == exp.DataType.Type.NULL for _, y in pairs):
             raise NotIncremental(  # kept as a key, a column of no type cannot be stored
-                "KEY_TYPES", "IN", "IN (SELECT NULL ...): cast the NULL to the value's type"
+                "KEY_TYPES",
+                operator,
+                f"{operator} (SELECT NULL ...): cast the NULL to the value's type",
             )
         return values, query
 
