@@ -44,14 +44,12 @@ from dyntables.plan.query import (
     names_beyond_tables,
     non_deterministic,
     parse_query,
-    pin_sources,
     refs_read,
     source_tables,
 )
-from dyntables.plan.render import spark_sql
 from dyntables.refresh.changes import reads_file_metadata
 from dyntables.refresh.compiled import drop_state_tables
-from dyntables.refresh.full import contents_sql, current_sources, pinned_query_sql
+from dyntables.refresh.full import contents_sql, current_sources, pinned_query_sql, pinned_sql
 from dyntables.refresh.history import (
     FAILED,
     FULL,
@@ -398,7 +396,7 @@ class Commands:
             or stmt.columns
         ):
             return False
-        query = f"SELECT * FROM ({pinned_query_sql(new, pinned)}) AS q"
+        query = f"SELECT * FROM ({pinned_query_sql(self.spark, new, pinned)}) AS q"
         returns = [n.lower() for n in self.spark.sql(query).schema.names]
         return returns == [f.name.lower() for f in self.spark.table(new.name.sql()).schema.fields]
 
@@ -419,9 +417,8 @@ class Commands:
         job_id = new_job_id()
         with catalogs_closed(work_session(self.spark, {}, source_rows)) as spark:
             label_jobs(self.spark.sparkContext, job_id, f"create {dt.name}", dt.vcluster.lower())
-            versions = {TableName(tuple(k.split("."))): v.snapshot for k, v in pinned.items()}
-            pinned_sql = spark_sql(pin_sources(query, self.lh.qualify, versions))
-            schema = self._analyze(spark, pinned_sql, dt)
+            query_sql = pinned_sql(spark, query, self.lh.qualify, pinned)
+            schema = self._analyze(spark, query_sql, dt)
             columns = (
                 [c.name for c in stmt.columns] if stmt.columns else [f.name for f in schema.fields]
             )

@@ -16,7 +16,7 @@ def oracle_sql(lh: Lakehouse, dt_name: str) -> str:
     assert table is not None
     state = RefreshState.from_properties(table.properties())
     assert state is not None, f"{dt_name} was never refreshed"
-    return pinned_query_sql(dt, dict(state.sources))
+    return pinned_query_sql(lh.spark, dt, dict(state.sources))
 
 
 def differences(lh: Lakehouse, dt_name: str) -> tuple[int, int]:

@@ -8,7 +8,7 @@ of the current catalog/namespace stay in the facade.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 import sqlglot
 from sqlglot import exp
@@ -548,6 +548,7 @@ def pin_sources(
     qualify: Qualifier,
     versions: Mapping[TableName, int | None],
     refs: Mapping[TableName, Mapping[str, int | None]] | None = None,
+    positions_hidden: Collection[TableName] = (),
 ) -> exp.Query:
     """A copy of ``query`` reading every source at its snapshot (names first made
     position-independent by :func:`scoped_names`), and every branch or tag it reads by
@@ -556,7 +557,8 @@ def pin_sources(
 
     A source with no snapshot yet (never written) reads as empty, so that a commit racing
     with the refresh cannot slip in unrecorded: filtered by a condition Spark cannot fold
-    (see :func:`never_true`).
+    (see :func:`never_true`; ``positions_hidden``: the never-written sources with a
+    column of their own named ``_pos``).
     """
     pinned = scoped_names(query, qualify)
     for table, cte in table_refs(pinned):
@@ -583,7 +585,7 @@ def pin_sources(
                     full.args["version"].set("expression", exp.Literal.number(recorded))
             read: exp.Table | exp.Select = full
         elif versions[name] is None:
-            read = exp.select("*").from_(full).where(never_true())
+            read = exp.select("*").from_(full).where(never_true(name not in positions_hidden))
         else:
             full.set(
                 "version",
@@ -604,13 +606,19 @@ def pin_sources(
     return pinned
 
 
-def never_true() -> exp.Expr:
+def never_true(by_position: bool = True) -> exp.Expr:
     """A filter no row passes that Spark's optimizer cannot prove false. ``WHERE false``
     turns a relation into an empty local one at planning time, and Spark 3.5 then
     answers NULL for a correlated ``(SELECT COUNT(*) ... WHERE s.k = t.k)`` instead of
-    the 0 it answers over an empty table (so does ``rand() < 0``, even over rows); a
-    partition id is never negative, and this one is not folded."""
-    return exp.LT(
-        this=exp.Anonymous(this="spark_partition_id", expressions=[]),
-        expression=exp.Literal.number(0),
-    )
+    the 0 it answers over an empty table (so does ``rand() < 0``, even over rows).
+
+    Iceberg's row position ``_pos`` is never negative, and Spark knows nothing of its
+    values. A table's own column named ``_pos`` hides it; there (``by_position``
+    False) the partition id serves, which is never negative either, but Spark calls it
+    non-deterministic and refuses it under an aggregate's argument (``SUM(CASE WHEN x
+    IN (SELECT ...) ...)``)."""
+    if by_position:
+        left: exp.Expr = exp.column("_pos")
+    else:
+        left = exp.Anonymous(this="spark_partition_id", expressions=[])
+    return exp.LT(this=left, expression=exp.Literal.number(0))

@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from sqlglot import exp
+
 from dyntables.catalog.definition import DynamicTableDef, SourceVersion
 from dyntables.catalog.iceberg import IcebergTable, load_table
 from dyntables.engine.errors import spark_message
@@ -92,11 +94,35 @@ def current_sources(spark: Any, dt: DynamicTableDef) -> CurrentSources:
     return CurrentSources(pinned, missing, rows_together(counts), tables)
 
 
-def pinned_query_sql(dt: DynamicTableDef, pinned: dict[str, SourceVersion]) -> str:
+def pinned_query_sql(spark: Any, dt: DynamicTableDef, pinned: dict[str, SourceVersion]) -> str:
     """The DT's query with every source read at its pinned snapshot."""
+    return pinned_sql(spark, parse_query(dt.query), qualifier(dt), pinned)
+
+
+def pinned_sql(
+    spark: Any,
+    query: exp.Query,
+    qualify: Callable[[TableName], TableName],
+    pinned: dict[str, SourceVersion],
+) -> str:
+    """``query`` with every source read at its pinned snapshot (see
+    :func:`~dyntables.plan.query.pin_sources`)."""
     versions = {TableName(tuple(k.split("."))): v.snapshot for k, v in pinned.items()}
     refs = {TableName(tuple(k.split("."))): dict(v.refs) for k, v in pinned.items()}
-    return spark_sql(pin_sources(parse_query(dt.query), qualifier(dt), versions, refs))
+    hidden = _positions_hidden(spark, [name for name, snap in versions.items() if snap is None])
+    return spark_sql(pin_sources(query, qualify, versions, refs, hidden))
+
+
+def _positions_hidden(spark: Any, never_written: list[TableName]) -> set[TableName]:
+    """The never-written sources whose own column ``_pos`` hides Iceberg's row position
+    (the filter that reads them as empty uses it); one catalog read each, and sources
+    are seldom never written."""
+    hidden = set()
+    for name in never_written:
+        table = load_table(spark, name)
+        if table is None or "_pos" in (c.lower() for c in table.column_names()):
+            hidden.add(name)
+    return hidden
 
 
 def contents_sql(
@@ -109,7 +135,7 @@ def contents_sql(
 ) -> tuple[str, dict[str, dict[str, object]]]:
     """SQL of the table's full contents, plus the state tables built for it (if any)."""
     if plan is None:
-        return f"SELECT * FROM ({pinned_query_sql(dt, pinned)}) AS q", {}
+        return f"SELECT * FROM ({pinned_query_sql(spark, dt, pinned)}) AS q", {}
     new = {k: v.snapshot for k, v in pinned.items()}
     return full_build(spark, plan, dt.catalog, dt.dt_id, generation, new, columns)
 
@@ -178,7 +204,9 @@ def full_refresh(ctx: RefreshContext, plan: Plan | None, columns: list[str]) -> 
             query_types = (
                 returns
                 if plan is None
-                else _resolving(ctx, lambda: ctx.spark.sql(pinned_query_sql(dt, ctx.pinned)).schema)
+                else _resolving(
+                    ctx, lambda: ctx.spark.sql(pinned_query_sql(ctx.spark, dt, ctx.pinned)).schema
+                )
             )
             lossy = narrowings(ctx.spark, dt.name, query_types)
             if lossy:
@@ -235,7 +263,7 @@ def _resolving(ctx: RefreshContext, step: Callable[[], _T]) -> _T:
         return step()
     except AnalysisException as exc:
         try:
-            ctx.spark.sql(pinned_query_sql(ctx.dt, ctx.pinned))
+            ctx.spark.sql(pinned_query_sql(ctx.spark, ctx.dt, ctx.pinned))
         except AnalysisException:
             raise no_longer_resolves(ctx.dt, exc) from exc
         raise

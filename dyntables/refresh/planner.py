@@ -410,7 +410,7 @@ def _resolved_names(dt: DynamicTableDef, pinned: dict[str, SourceVersion], spark
     from pyspark.errors import AnalysisException
 
     try:
-        return list(spark.sql(pinned_query_sql(dt, pinned)).schema.names)
+        return list(spark.sql(pinned_query_sql(spark, dt, pinned)).schema.names)
     except AnalysisException as exc:
         raise no_longer_resolves(dt, exc) from exc
 

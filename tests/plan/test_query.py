@@ -221,9 +221,19 @@ def test_pinned_unwritten_source_keeps_its_pivot() -> None:
     tree = parse_query("SELECT * FROM t0 AS x(a, b) PIVOT (SUM(b) FOR a IN (1))")
     sql = pin_sources(tree, qualify, {t: None for t in source_tables(tree, qualify)}).sql("spark")
     assert sql == (
-        "SELECT * FROM (SELECT * FROM `lakehouse`.`public`.`t0` WHERE SPARK_PARTITION_ID() < 0) "
+        "SELECT * FROM (SELECT * FROM `lakehouse`.`public`.`t0` WHERE _pos < 0) "
         "AS x(a, b) PIVOT(SUM(b) FOR a IN (1))"
     )
+
+
+def test_unwritten_source_with_a_column_named_pos_is_read_empty_by_partition_id() -> None:
+    """Its own ``_pos`` hides Iceberg's row position: filtering on it would read the
+    rows of a commit racing with the refresh whose ``_pos`` is negative."""
+    tree = parse_query("SELECT * FROM t0 JOIN t1 USING (k)")
+    t0, t1 = source_tables(tree, qualify)
+    sql = pin_sources(tree, qualify, {t0: None, t1: None}, positions_hidden={t1}).sql("spark")
+    assert "`t0` WHERE _pos < 0" in sql
+    assert "`t1` WHERE SPARK_PARTITION_ID() < 0" in sql
 
 
 @pytest.mark.parametrize(
