@@ -27,6 +27,7 @@ from dyntables.plan.generators import (
     modelled_generator,
     name_unnamed,
 )
+from dyntables.plan.having import as_where as having_as_where
 from dyntables.plan.not_incremental import NotIncremental
 from dyntables.plan.ops import (
     RECOMPUTED,
@@ -448,6 +449,12 @@ class _Builder:
                 raise NotIncremental(
                     "UNSUPPORTED_CLAUSE", unsupported.upper(), "clause has no delta rule yet"
                 )
+        try:
+            over_groups = having_as_where(select)
+        except subquery.Unsupported as exc:
+            raise NotIncremental(exc.code, "HAVING", exc.detail) from None
+        if over_groups is not None:
+            return self._select(over_groups, ctes)
         group = select.args.get("group")
         if group is not None:
             try:
@@ -863,8 +870,7 @@ class _Builder:
                 raise NotIncremental(  # Spark refuses it as well
                     "SUBQUERY_EXPRESSION",
                     "scalar subquery",
-                    "a correlated scalar subquery in the select list or HAVING of an "
-                    "aggregating SELECT",
+                    "a correlated scalar subquery in the select list of an aggregating SELECT",
                 )
             right, _ = self.query(joined.body, ctes)
             if joined.empty is not None and not truth_subqueries.counted(sq):
