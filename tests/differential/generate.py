@@ -699,6 +699,7 @@ class QueryGen:
         items: list[str] = []
         cols: list[Col] = []
         keys: list[str] = []
+        columns: list[Ref] = []  # the keys that are columns
         if not global_:
             tags.add("group_by")
             for _ in range(ch.int(1, 2)):
@@ -732,6 +733,8 @@ class QueryGen:
                     ref = self.key_of(rel.scope)
                     keys.append(ref.sql)
                     cols.append(Col(f"{prefix}{len(items)}", ref.type, ref.key))
+                    if "hash(" not in ref.sql:  # a column: a subquery may refer to it
+                        columns.append(ref)
                 items.append(f"{keys[-1]} AS {prefix}{len(items)}")
         else:
             tags.add("global_agg")
@@ -799,9 +802,13 @@ class QueryGen:
             tags.add("group_by_all")
         elif keys:
             sql += " GROUP BY " + ", ".join(keys)
-        if chance(ch, 0.3):
+        having = [self.having(rel.scope)] if chance(ch, 0.3) else []
+        if columns and not windowed and not grouping and chance(ch, 0.1):
+            having.append(self.having_subquery(rel, pick(ch, columns)))
+            tags.add("having_subquery")
+        if having:
             tags.add("having")
-            sql += " HAVING " + self.having(rel.scope)
+            sql += " HAVING " + pick(ch, [" AND ", " OR "]).join(having)
         if (
             not grouping and chance(ch, 0.1) and all(c.exact for c in cols)
         ):  # DISTINCT over the aggregate's rows
@@ -922,6 +929,26 @@ class QueryGen:
             lambda: f"(COUNT(*) > 1 OR MAX({self.atom(scope, typ)}) IS NULL)",
         ]
         return pick(ch, forms)()
+
+    def having_subquery(self, rel: Rel, key: Ref) -> str:
+        """A subquery in HAVING, correlated with a grouping key that is a column (Spark
+        refuses a correlation with a column inside a grouped expression), maintained as
+        the WHERE of a query over the groups (plan/having.py)."""
+        ch = self.ch
+        inner = self.scan(pick(ch, self.tables))
+        rel.tables |= inner.tables
+        outer = key.sql if key.type in INTEGRAL else f"CAST(pmod(hash({key.sql}), 4) AS INT)"
+        mine = self.key_of(inner.scope).sql
+        local = f" AND {self.pred(inner.scope, 0)}" if chance(ch, 0.4) else ""
+        body = f"FROM {inner.from_sql} WHERE {mine} = {outer}{local}"
+        kind = pick(ch, ["in", "not_in", "exists", "not_exists", "scalar"])
+        if kind == "scalar":
+            return f"COUNT(*) > (SELECT COUNT(*) {body})"
+        if kind in ("exists", "not_exists"):
+            return f"{'NOT ' if kind == 'not_exists' else ''}EXISTS (SELECT 1 {body})"
+        where = f" WHERE {self.pred(inner.scope, 0)}" if local else ""
+        negated = " NOT" if kind == "not_in" else ""
+        return f"{outer}{negated} IN (SELECT {mine} FROM {inner.from_sql}{where})"
 
     def pivot(self) -> Query:
         """PIVOT (maintained as a GROUP BY, plan/pivot.py) or UNPIVOT (a LATERAL VIEW) of a
