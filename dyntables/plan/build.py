@@ -850,7 +850,7 @@ class _Builder:
         for part in [*select.expressions, select.args.get("having")]:
             for sq in subquery.scalar_subqueries(part) if part is not None else ():
                 # one in an aggregate's argument is a value of each row, joined below it
-                in_argument = any(is_aggregate_call(a) for a in _ancestors(sq))
+                in_argument = _in_aggregate_call(sq)
                 (above if aggregating and not in_argument else below).append(sq)
         late: dict[tuple[str, str], tuple[Node, str]] = {}
         outer_aliases = {a for a, _ in scope if a}
@@ -907,7 +907,7 @@ class _Builder:
         outer_aliases = {a for a, _ in scope if a}
         for root, handled, in_arguments_only in clauses:
             for node in truth_subqueries.of_clause(root, handled):
-                if in_arguments_only and not any(is_aggregate_call(a) for a in _ancestors(node)):
+                if in_arguments_only and not _in_aggregate_call(node):
                     raise NotIncremental(
                         "SUBQUERY_EXPRESSION",
                         "IN" if isinstance(node, exp.In) else "EXISTS",
@@ -1401,6 +1401,15 @@ def _refuse_null_folded(operator: str, values: list[exp.Expr]) -> None:
 def _plain_item(e: exp.Expr) -> bool:
     """A select item that neither aggregates nor generates rows."""
     return not _aggregates(e) and not generates(e)
+
+
+def _in_aggregate_call(n: exp.Expr) -> bool:
+    """Whether ``n`` is a value of each row an aggregate reads: in its argument or its
+    FILTER (both are read below the aggregate)."""
+    return any(
+        is_aggregate_call(a) or (isinstance(a, exp.Filter) and is_aggregate_call(a.this))
+        for a in _ancestors(n)
+    )
 
 
 def _ancestors(n: exp.Expr) -> list[exp.Expr]:

@@ -186,8 +186,8 @@ def _count(inner: exp.Expr, *conditions: exp.Expr) -> exp.Select:
 
 def _negated(node: exp.Expr, root: exp.Expr) -> bool:
     """Whether an odd number of NOTs lie above ``node`` up to where its truth is read:
-    under AND, OR, NOT and parentheses up to a WHERE, a CASE/IF condition or a select
-    item's whole value (Spark moves a NOT through AND and OR onto the IN, whose flag is
+    under AND, OR, NOT and parentheses up to a WHERE, a CASE/IF condition, an aggregate's
+    FILTER or a select item's whole value (Spark moves a NOT through AND and OR onto the IN, whose flag is
     then null-aware). Refused anywhere else: where a FALSE told from an unknown would
     show, or where Spark's optimizer decides which flag it is."""
     child, parent = node, node.parent
@@ -195,6 +195,8 @@ def _negated(node: exp.Expr, root: exp.Expr) -> bool:
     while child is not root and parent is not None:
         if isinstance(parent, exp.If) and child.arg_key == "this":
             break  # a condition: TRUE picks the branch, FALSE and unknown alike do not
+        if isinstance(parent, exp.Where) and isinstance(parent.parent, exp.Filter):
+            break  # an aggregate's FILTER: the same
         if isinstance(parent, exp.Not):
             nots += 1
         elif not isinstance(parent, exp.Paren | exp.And | exp.Or | exp.Alias):

@@ -31,6 +31,12 @@ SCHEMA = {T0: [("k", "int"), ("n", "int"), ("s", "string")], T1: [("k", "int"), 
         "SELECT k, NOT EXISTS (SELECT 1 FROM t1 WHERE t1.k = t0.k) = TRUE AS f FROM t0",
         "SELECT k FROM t0 WHERE n > 5 OR EXISTS (SELECT 1 FROM t1 WHERE t1.k = t0.k)",
         "SELECT s, SUM(CASE WHEN k IN (SELECT k FROM t1) THEN n END) AS x FROM t0 GROUP BY s",
+        # in an aggregate's FILTER, read below the aggregate as its argument is
+        "SELECT s, COUNT(*) FILTER (WHERE k IN (SELECT k FROM t1)) AS x FROM t0 GROUP BY s",
+        "SELECT s, MAX(n) FILTER (WHERE k NOT IN (SELECT k FROM t1) OR n > 1) AS x FROM t0 "
+        "GROUP BY s",
+        "SELECT COUNT(DISTINCT s) FILTER (WHERE EXISTS (SELECT 1 FROM t1 WHERE t1.k = t0.k)) "
+        "AS x FROM t0",
         # an EXISTS the semi join cannot read whole, counted even as a conjunct
         "SELECT k FROM t0 WHERE EXISTS (SELECT 1 FROM t1 JOIN t0 AS b ON b.k = t1.k "
         "WHERE t1.k = t0.k)",
