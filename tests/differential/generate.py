@@ -942,8 +942,8 @@ class QueryGen:
         local = f" AND {self.pred(inner.scope, 0)}" if chance(ch, 0.4) else ""
         body = f"FROM {inner.from_sql} WHERE {mine} = {outer}{local}"
         kind = pick(ch, ["in", "not_in", "exists", "not_exists", "scalar"])
-        if kind == "scalar":
-            return f"COUNT(*) > (SELECT COUNT(*) {body})"
+        if kind == "scalar":  # Spark reads a COUNT(*) there as the outer query's
+            return f"COUNT(*) > (SELECT COUNT({mine}) {body})"
         if kind in ("exists", "not_exists"):
             return f"{'NOT ' if kind == 'not_exists' else ''}EXISTS (SELECT 1 {body})"
         where = f" WHERE {self.pred(inner.scope, 0)}" if local else ""
