@@ -81,6 +81,10 @@ def as_where(select: exp.Select) -> exp.Select | None:
                 "UNRESOLVED_QUERY",
                 f"column {n.sql('spark')} in HAVING is neither grouped nor aggregated",
             )
+    if group is None:
+        # a HAVING makes the SELECT one group even with no aggregate in it (one row, also
+        # over no rows): without the HAVING, a COUNT keeps it one
+        hide(exp.Count(this=exp.Star()))
     inner = select.copy()
     inner.set("having", None)
     inner.set("order", None)  # a table has no order; a LIMIT was ranked before

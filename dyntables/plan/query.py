@@ -548,7 +548,7 @@ def pin_sources(
     qualify: Qualifier,
     versions: Mapping[TableName, int | None],
     refs: Mapping[TableName, Mapping[str, int | None]] | None = None,
-    positions_hidden: Collection[TableName] = (),
+    shadowed: Mapping[TableName, Collection[str]] | None = None,
 ) -> exp.Query:
     """A copy of ``query`` reading every source at its snapshot (names first made
     position-independent by :func:`scoped_names`), and every branch or tag it reads by
@@ -557,8 +557,8 @@ def pin_sources(
 
     A source with no snapshot yet (never written) reads as empty, so that a commit racing
     with the refresh cannot slip in unrecorded: filtered by a condition Spark cannot fold
-    (see :func:`never_true`; ``positions_hidden``: the never-written sources with a
-    column of their own named ``_pos``).
+    (see :func:`never_true`; ``shadowed``: the never-written sources' own columns named
+    like Iceberg's metadata columns, which hide them).
     """
     pinned = scoped_names(query, qualify)
     for table, cte in table_refs(pinned):
@@ -585,7 +585,7 @@ def pin_sources(
                     full.args["version"].set("expression", exp.Literal.number(recorded))
             read: exp.Table | exp.Select = full
         elif versions[name] is None:
-            read = exp.select("*").from_(full).where(never_true(name not in positions_hidden))
+            read = exp.select("*").from_(full).where(never_true((shadowed or {}).get(name, ())))
         else:
             full.set(
                 "version",
@@ -606,19 +606,35 @@ def pin_sources(
     return pinned
 
 
-def never_true(by_position: bool = True) -> exp.Expr:
+# Iceberg's metadata columns no row has a value of, with the condition that says so
+_NEVER_MET = (("_pos", "<", 0), ("_spec_id", "<", 0), ("_file", "=", ""))
+METADATA_COLUMNS = frozenset(name for name, _, _ in _NEVER_MET)
+
+
+def never_true(shadowed: Collection[str] = ()) -> exp.Expr:
     """A filter no row passes that Spark's optimizer cannot prove false. ``WHERE false``
     turns a relation into an empty local one at planning time, and Spark 3.5 then
     answers NULL for a correlated ``(SELECT COUNT(*) ... WHERE s.k = t.k)`` instead of
     the 0 it answers over an empty table (so does ``rand() < 0``, even over rows).
 
-    Iceberg's row position ``_pos`` is never negative, and Spark knows nothing of its
-    values. A table's own column named ``_pos`` hides it; there (``by_position``
-    False) the partition id serves, which is never negative either, but Spark calls it
-    non-deterministic and refuses it under an aggregate's argument (``SUM(CASE WHEN x
-    IN (SELECT ...) ...)``)."""
-    if by_position:
-        left: exp.Expr = exp.column("_pos")
-    else:
-        left = exp.Anonymous(this="spark_partition_id", expressions=[])
-    return exp.LT(this=left, expression=exp.Literal.number(0))
+    Iceberg's row position ``_pos`` is never negative (nor a partition spec id; nor is a
+    data file's path empty), and Spark knows nothing of their values. A table's own
+    column of the name hides the metadata column (``shadowed``: those it has); with all
+    three hidden, the partition id serves, which is never negative either, but Spark
+    calls it non-deterministic and refuses it under an aggregate's argument (``SUM(CASE
+    WHEN x IN (SELECT ...) ...)``)."""
+    for name, op, value in _NEVER_MET:
+        if name not in shadowed:
+            column = exp.column(name)
+            literal = (
+                exp.Literal.number(value) if isinstance(value, int) else exp.Literal.string(value)
+            )
+            return (
+                exp.LT(this=column, expression=literal)
+                if op == "<"
+                else exp.EQ(this=column, expression=literal)
+            )
+    return exp.LT(
+        this=exp.Anonymous(this="spark_partition_id", expressions=[]),
+        expression=exp.Literal.number(0),
+    )

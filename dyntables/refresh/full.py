@@ -19,7 +19,7 @@ from dyntables.catalog.iceberg import IcebergTable, load_table
 from dyntables.engine.errors import spark_message
 from dyntables.errors import QueryColumnsChangedError, SourceSchemaChangedError
 from dyntables.plan.build import Plan
-from dyntables.plan.query import parse_query, pin_sources, refs_read
+from dyntables.plan.query import METADATA_COLUMNS, parse_query, pin_sources, refs_read
 from dyntables.plan.render import spark_sql
 from dyntables.refresh.compiled import drop_state_tables, full_build
 from dyntables.refresh.widen import column_change, narrowings, widen_table
@@ -109,20 +109,26 @@ def pinned_sql(
     :func:`~dyntables.plan.query.pin_sources`)."""
     versions = {TableName(tuple(k.split("."))): v.snapshot for k, v in pinned.items()}
     refs = {TableName(tuple(k.split("."))): dict(v.refs) for k, v in pinned.items()}
-    hidden = _positions_hidden(spark, [name for name, snap in versions.items() if snap is None])
-    return spark_sql(pin_sources(query, qualify, versions, refs, hidden))
+    shadowed = _shadowed(spark, [name for name, snap in versions.items() if snap is None])
+    return spark_sql(pin_sources(query, qualify, versions, refs, shadowed))
 
 
-def _positions_hidden(spark: Any, never_written: list[TableName]) -> set[TableName]:
-    """The never-written sources whose own column ``_pos`` hides Iceberg's row position
-    (the filter that reads them as empty uses it); one catalog read each, and sources
-    are seldom never written."""
-    hidden = set()
+def _shadowed(spark: Any, never_written: list[TableName]) -> dict[TableName, set[str]]:
+    """The never-written sources' own columns named like the Iceberg metadata columns
+    the filter that reads them as empty uses (``_pos``, ...), which hide those. Their
+    columns are read by analysing the table in ``spark``, which may be a clone where
+    Iceberg's own lookup of the name failed (it took ``lakehouse`` for a namespace of
+    ``spark_catalog``); one analysis each, and sources are seldom never written."""
+    from pyspark.errors import AnalysisException
+
+    shadowed = {}
     for name in never_written:
-        table = load_table(spark, name)
-        if table is None or "_pos" in (c.lower() for c in table.column_names()):
-            hidden.add(name)
-    return hidden
+        try:
+            columns = {c.lower() for c in spark.table(name.sql()).columns}
+        except AnalysisException:  # gone: the query fails anyway, and says so
+            columns = set(METADATA_COLUMNS)
+        shadowed[name] = columns & METADATA_COLUMNS
+    return shadowed
 
 
 def contents_sql(

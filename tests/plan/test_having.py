@@ -93,3 +93,15 @@ def test_an_uncorrelated_scalar_subquery_is_left_where_it_is() -> None:
     )
     assert isinstance(select, exp.Select)
     assert having.as_where(select) is None
+
+
+def test_a_select_without_group_by_stays_one_group() -> None:
+    """A HAVING makes it a global aggregate even with no aggregate in it (helper-29: the
+    table held a row per source row); the query over the groups keeps a COUNT(*)."""
+    select = sqlglot.parse_one(
+        "SELECT 'x' AS c FROM t0 AS t0 HAVING EXISTS (SELECT 1 FROM t1 AS t1)", dialect="spark"
+    )
+    assert isinstance(select, exp.Select)
+    rewritten = having.as_where(select)
+    assert rewritten is not None
+    assert "COUNT(*) AS __dyntables_h0 FROM t0 AS t0)" in rewritten.sql("spark")

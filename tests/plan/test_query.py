@@ -226,14 +226,18 @@ def test_pinned_unwritten_source_keeps_its_pivot() -> None:
     )
 
 
-def test_unwritten_source_with_a_column_named_pos_is_read_empty_by_partition_id() -> None:
-    """Its own ``_pos`` hides Iceberg's row position: filtering on it would read the
-    rows of a commit racing with the refresh whose ``_pos`` is negative."""
-    tree = parse_query("SELECT * FROM t0 JOIN t1 USING (k)")
-    t0, t1 = source_tables(tree, qualify)
-    sql = pin_sources(tree, qualify, {t0: None, t1: None}, positions_hidden={t1}).sql("spark")
-    assert "`t0` WHERE _pos < 0" in sql
-    assert "`t1` WHERE SPARK_PARTITION_ID() < 0" in sql
+def test_unwritten_source_with_columns_named_like_metadata_columns() -> None:
+    """A table's own ``_pos`` hides Iceberg's row position: filtering on it would read
+    the rows of a commit racing with the refresh whose ``_pos`` is negative. The next
+    metadata column serves; with all hidden, the partition id."""
+    tree = parse_query("SELECT * FROM t0 JOIN t1 USING (k) JOIN t2 USING (k)")
+    t0, t1, t2 = source_tables(tree, qualify)
+    shadowed = {t1: {"_pos"}, t2: {"_pos", "_spec_id", "_file"}}
+    sql = pin_sources(tree, qualify, {t0: None, t1: None, t2: None}, shadowed=shadowed)
+    text = sql.sql("spark")
+    assert "`t0` WHERE _pos < 0" in text
+    assert "`t1` WHERE _spec_id < 0" in text
+    assert "`t2` WHERE SPARK_PARTITION_ID() < 0" in text
 
 
 @pytest.mark.parametrize(

@@ -28,13 +28,22 @@ def _pinned_unwritten(lh: Lakehouse, query: str, *names: str, written: str = "")
 def test_rows_committed_after_the_pin_are_not_read(
     lh: Lakehouse, unique: Callable[[str], str]
 ) -> None:
-    t, own = unique("racing"), unique("own_pos")
+    """Also where the table's own columns hide Iceberg's metadata columns."""
+    t, own, every = unique("racing"), unique("own_pos"), unique("own_all")
     lh.sql(f"CREATE TABLE {t} (k INT NOT NULL)")
     lh.sql(f"CREATE TABLE {own} (_pos BIGINT, k INT)")
+    lh.sql(f"CREATE TABLE {every} (_pos BIGINT, _spec_id INT, _file STRING, k INT)")
     lh.sql(f"INSERT INTO {t} VALUES (1), (2)")
     lh.sql(f"INSERT INTO {own} VALUES (-5, 1), (NULL, 2)")
-    sql = _pinned_unwritten(lh, f"SELECT * FROM {t} UNION ALL SELECT k FROM {own}", t, own)
-    assert "_pos < 0" in sql and "SPARK_PARTITION_ID() < 0" in sql
+    lh.sql(f"INSERT INTO {every} VALUES (-5, -1, '', 1)")
+    sql = _pinned_unwritten(
+        lh,
+        f"SELECT * FROM {t} UNION ALL SELECT k FROM {own} UNION ALL SELECT k FROM {every}",
+        t,
+        own,
+        every,
+    )
+    assert "_pos < 0" in sql and "_spec_id < 0" in sql and "SPARK_PARTITION_ID() < 0" in sql
     assert lh.spark.sql(sql).count() == 0
 
 
