@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -439,12 +440,36 @@ def caches_tables(spark: Any, catalog: str) -> bool:
     )
 
 
+@contextmanager
+def _active(spark: Any) -> Iterator[None]:
+    """``spark`` as the JVM thread's active session while Iceberg resolves a name: Spark
+    sets a catalog up from the settings of the thread's active session, and a Python
+    thread other than the one that built the session has none (helper-30). There a
+    catalog not yet used by ``spark`` (another catalog's source, or a clone's first
+    read) was unknown, and Iceberg read its name as a namespace of ``spark_catalog``:
+    a scheduled refresh of a table over another catalog failed. A clone's catalogs are
+    also set up under its own settings so (its cache turned off)."""
+    session = java_class(spark, "org.apache.spark.sql.SparkSession")
+    before = session.getActiveSession()
+    session.setActiveSession(spark._jsparkSession)
+    try:
+        yield
+    finally:
+        if before.isDefined():
+            session.setActiveSession(before.get())
+        else:
+            session.clearActiveSession()
+
+
 def load_table(spark: Any, name: TableName) -> IcebergTable | None:
     """Load ``catalog.namespace.table``, as its metadata is now; None when it does not
     exist. From a caching catalog the table is refreshed: else a refresh did not find
     the write it had just staged, and published its state without it."""
     try:
-        jtable = java_class(spark, SPARK3_UTIL).loadIcebergTable(spark._jsparkSession, name.sql())
+        with _active(spark):
+            jtable = java_class(spark, SPARK3_UTIL).loadIcebergTable(
+                spark._jsparkSession, name.sql()
+            )
         if caches_tables(spark, name.parts[0]):
             jtable.refresh()
     except Exception as exc:  # py4j wraps NoSuchTableException / ValidationException

@@ -115,10 +115,9 @@ def pinned_sql(
 
 def _shadowed(spark: Any, never_written: list[TableName]) -> dict[TableName, set[str]]:
     """The never-written sources' own columns named like the Iceberg metadata columns
-    the filter that reads them as empty uses (``_pos``, ...), which hide those. Their
-    columns are read by analysing the table in ``spark``, which may be a clone where
-    Iceberg's own lookup of the name failed (it took ``lakehouse`` for a namespace of
-    ``spark_catalog``); one analysis each, and sources are seldom never written."""
+    the filter that reads them as empty uses (``_pos``, ...), which hide those (Iceberg
+    refuses to read such a column at all, but a query may leave it unread). One
+    analysis of the table each, and sources are seldom never written."""
     from pyspark.errors import AnalysisException
 
     shadowed = {}
