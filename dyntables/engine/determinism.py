@@ -16,9 +16,9 @@ from typing import Any
 def non_deterministic_call(df: Any) -> str | None:
     """The SQL of an innermost non-deterministic call in ``df``'s analyzed plan, or None
     when Spark deems the whole plan deterministic. ``spark_partition_id()`` does not
-    count: it is the filter that reads as empty a never-written source whose own column
-    hides Iceberg's ``_pos`` (query.never_true), and a query's own is refused by name
-    before."""
+    count: it is the filter that reads as empty a never-written source whose own columns
+    hide the Iceberg metadata columns the filter would use (query.never_true), and a
+    query's own is refused by name before."""
     plan = df._jdf.queryExecution().analyzed()
     if plan.deterministic():
         return None

@@ -25,7 +25,6 @@ from dyntables.plan.subquery import Unsupported, is_exists_subquery
 ALIAS = "__dyntables_having"
 _ITEM = "__dyntables_c"
 _HIDDEN = "__dyntables_h"
-_GROUPING_CALLS = frozenset({"grouping", "grouping_id"})
 
 
 def as_where(select: exp.Select) -> exp.Select | None:
@@ -48,7 +47,7 @@ def as_where(select: exp.Select) -> exp.Select | None:
         )
     if any(isinstance(i, exp.Aliases) for i in select.expressions):
         raise Unsupported("SUBQUERY_EXPRESSION", "a subquery in the HAVING beside a generator")
-    if any(_call_name(n) in _GROUPING_CALLS for n in having.this.find_all(exp.Func)):
+    if having.this.find(exp.Grouping, exp.GroupingId):
         raise Unsupported(
             "SUBQUERY_EXPRESSION", "a subquery in a HAVING that reads grouping() or grouping_id()"
         )
@@ -140,11 +139,9 @@ def _in_subquery(n: exp.Expr, root: exp.Expr) -> exp.Expr | None:
     """The outermost query of ``root`` that ``n`` lies in, or None."""
     found = None
     parent = n.parent
-    while parent is not None and parent is not root.parent:
+    while parent is not None and parent is not root:
         if isinstance(parent, exp.Query):
             found = parent
-        if parent is root:
-            break
         parent = parent.parent
     return found
 
@@ -184,7 +181,3 @@ def _aggregate(n: exp.Expr) -> bool:
 def _only_outer(n: exp.Expr, inside: exp.Expr, outer: set[str]) -> bool:
     columns = list(n.find_all(exp.Column))
     return bool(columns) and all(_is_outer(c, inside, outer) for c in columns)
-
-
-def _call_name(n: exp.Func) -> str:
-    return (n.name if isinstance(n, exp.Anonymous) else n.sql_name()).lower()

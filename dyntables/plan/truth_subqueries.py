@@ -187,8 +187,8 @@ def _count(inner: exp.Expr, *conditions: exp.Expr) -> exp.Select:
 def _negated(node: exp.Expr, root: exp.Expr) -> bool:
     """Whether an odd number of NOTs lie above ``node`` up to where its truth is read:
     under AND, OR, NOT and parentheses up to a WHERE, a CASE/IF condition, an aggregate's
-    FILTER or a select item's whole value (Spark moves a NOT through AND and OR onto the IN, whose flag is
-    then null-aware). Refused anywhere else: where a FALSE told from an unknown would
+    FILTER or a select item's whole value (Spark moves a NOT through AND and OR onto the
+    IN, whose flag is then null-aware). Refused anywhere else: where a FALSE told from an unknown would
     show, or where Spark's optimizer decides which flag it is."""
     child, parent = node, node.parent
     nots = 0
