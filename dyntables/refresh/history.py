@@ -80,7 +80,7 @@ class HistoryRecord:
     state: str
     refresh_trigger: str
     suspended_reason: str | None
-    refresh_mode: str
+    refresh_mode: str | None  # None: failed before it chose a mode
     error_message: str | None
     source_tables: str
     stats: str

@@ -67,7 +67,8 @@ LOST_NOTE = (
 class RefreshOutcome:
     name: str
     state: str
-    refresh_mode: str
+    # None on a FAILED refresh that failed before it chose a mode: it did not run FULL
+    refresh_mode: str | None
     rows_inserted: int
     rows_deleted: int
     duration_ms: int
@@ -181,7 +182,7 @@ class Refresher:
         properties = table.properties()
         dt = DynamicTableDef.from_properties(dt.name, properties) or dt
         previous = RefreshState.from_properties(properties)
-        mode = FULL
+        mode: str | None = None
         reason: str | None = None
         result: WriteResult | None = None
         published = False

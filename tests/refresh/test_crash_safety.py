@@ -66,6 +66,9 @@ def test_failure_at_every_step(lh: Lakehouse, unique, fail_at, shape: str, point
         assert after_crash == before  # nothing visible happened
     history = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{dt}' LIMIT 1").first()
     assert history.state == "FAILED" and "injected" in history.error_message
+    # failed before it chose a mode: it ran neither mode, and its row says none
+    chosen = None if point == "after_pin_sources" else "INCREMENTAL"
+    assert history.refresh_mode == chosen
     refreshed = lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first()
     assert refreshed.refresh_mode == ("NO_DATA" if point == "after_publish" else "INCREMENTAL")
     assert_oracle(lh, dt)
