@@ -32,6 +32,7 @@ from dyntables.ivm.sqlb import (
 )
 from dyntables.plan.ops import (
     Aggregate,
+    Constant,
     Filter,
     Generate,
     Join,
@@ -124,6 +125,15 @@ def _rel_scan(r: Renderer, n: Scan, version: str) -> exp.Query:
     return r.sources.scan_rel(n, version)
 
 
+def _rel_constant(r: Renderer, n: Constant, version: str) -> exp.Query:
+    """The rows, their columns renamed by position: ``SELECT * FROM (rows) AS a(c0, ...)``."""
+    rows: exp.Expr = exp.maybe_parse(n.sql, dialect="spark")
+    named = exp.TableAlias(
+        this=exp.to_identifier(fresh_alias("k")), columns=[exp.to_identifier(c) for c in n.out]
+    )
+    return select([col(c) for c in n.out], exp.Subquery(this=rows, alias=named))
+
+
 def _rel_filter(r: Renderer, n: Filter, version: str) -> exp.Query:
     return select(["*"], sub(r.rel(n.child, version))).where(n.predicate.copy())
 
@@ -209,6 +219,7 @@ def _rel_generate(r: Renderer, n: Generate, version: str) -> exp.Query:
 
 REL_RULES: dict[type, Callable[..., exp.Query]] = {
     Scan: _rel_scan,
+    Constant: _rel_constant,
     Filter: _rel_filter,
     Project: _rel_project,
     Join: _rel_join,
@@ -224,6 +235,10 @@ REL_RULES: dict[type, Callable[..., exp.Query]] = {
 
 def _delta_scan(r: Renderer, n: Scan) -> exp.Query | None:
     return r.sources.scan_delta(n)
+
+
+def _delta_constant(r: Renderer, n: Constant) -> exp.Query | None:
+    return None  # the same rows at every snapshot
 
 
 def _delta_filter(r: Renderer, n: Filter) -> exp.Query | None:
@@ -666,6 +681,7 @@ def _delta_window(r: Renderer, n: Window) -> exp.Query | None:
 
 DELTA_RULES: dict[type, Callable[..., exp.Query | None]] = {
     Scan: _delta_scan,
+    Constant: _delta_constant,
     Filter: _delta_filter,
     Project: _delta_project,
     Join: _delta_join,
@@ -689,7 +705,7 @@ def ranks_all_rows(root: Node) -> bool:
 
 
 def _rowwise(node: Node) -> bool:
-    return isinstance(node, Scan | Filter | Project | UnionAll | Generate) and all(
+    return isinstance(node, Scan | Constant | Filter | Project | UnionAll | Generate) and all(
         _rowwise(child) for child in node.children
     )
 
@@ -701,6 +717,6 @@ def keeps_inserts_positive(node: Node) -> bool:
     its delta without consolidating it (nothing can cancel or go negative)."""
     if isinstance(node, Join) and node.kind != "inner":
         return False
-    if not isinstance(node, (Scan, Filter, Project, UnionAll, Join, Generate)):
+    if not isinstance(node, (Scan, Constant, Filter, Project, UnionAll, Join, Generate)):
         return False
     return all(keeps_inserts_positive(child) for child in node.children)

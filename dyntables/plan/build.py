@@ -33,6 +33,7 @@ from dyntables.plan.ops import (
     RECOMPUTED,
     AggCall,
     Aggregate,
+    Constant,
     Filter,
     Generate,
     Join,
@@ -143,6 +144,8 @@ def build_plan(
         )
     builder = _Builder(schema, qualify_name)
     node, names = builder.query(qualified, {})
+    if not scans(node):
+        raise NotIncremental("NO_SOURCE", "query", "the query reads no table: it never changes")
     node = _prune_scans(_read_map_values(node, schema), schema)
     return Plan(node, tuple(names), tuple(builder.not_provably_empty))
 
@@ -266,6 +269,8 @@ def _prune_scans(root: Node, schema: Schema) -> Node:
             return replace(n, left=prune(n.left), right=prune(n.right))
         if isinstance(n, UnionAll):
             return replace(n, inputs=tuple(prune(c) for c in n.inputs))
+        if isinstance(n, Constant):
+            return n
         raise AssertionError(f"unknown operator {type(n).__name__}")
 
     return prune(root)
@@ -319,6 +324,9 @@ class _Builder:
 
     # -- queries ---------------------------------------------------------------------------
     def query(self, q: exp.Expr, ctes: dict[str, exp.Expr]) -> tuple[Node, list[str]]:
+        if isinstance(q, exp.Query) and reads_nothing(q):
+            names = list(q.named_selects)
+            return Constant(spark_sql(q), tuple(self.fresh() for _ in names)), names
         with_ = q.args.get("with_") or q.args.get("with")
         if with_ is not None:
             ctes = dict(ctes)
@@ -580,6 +588,8 @@ class _Builder:
         alias = source.args.get("alias")
         if alias is not None and alias.columns:
             return [c.name for c in alias.columns]
+        if isinstance(source, exp.Values):
+            return _values_names(source)
         if isinstance(source, exp.Table):
             if not source.args.get("db") and source.name.lower() in ctes:
                 body = ctes[source.name.lower()]
@@ -608,6 +618,11 @@ class _Builder:
             return Scan(name, source_cols, out), list(source_cols)
         if isinstance(source, exp.Subquery):
             return self.query(source.this, ctes)
+        if isinstance(source, exp.Values) and reads_nothing(source):
+            names = _values_names(source)
+            rows = source.copy()
+            rows.set("alias", None)  # relation() names the columns by the alias's
+            return Constant(spark_sql(rows), tuple(self.fresh() for _ in names)), names
         raise NotIncremental("UNSUPPORTED_SOURCE", type(source).__name__, source.sql("spark")[:80])
 
     def _join(
@@ -1419,6 +1434,28 @@ def _ancestors(n: exp.Expr) -> list[exp.Expr]:
         out.append(parent)
         parent = parent.parent
     return out
+
+
+def reads_nothing(query: exp.Expr) -> bool:
+    """Whether ``query`` reads no table and nothing of an outer query: rows of literals
+    (``VALUES``, a SELECT without FROM, queries over only those), the same at every
+    snapshot. A table function or a CTE's name counts as reading (both are Tables);
+    a column must name a relation defined inside (an inner alias shadows an outer one
+    of the same name, as in Spark), so a correlated query never counts."""
+    if query.find(exp.Table) is not None:
+        return False
+    inner = {a.name.lower() for a in query.find_all(exp.TableAlias) if a.name}
+    return all(c.table and c.table.lower() in inner for c in query.find_all(exp.Column))
+
+
+def _values_names(values: exp.Values) -> list[str]:
+    """A VALUES relation's column names: its alias's, or Spark's col1, col2, ..."""
+    alias = values.args.get("alias")
+    if alias is not None and alias.columns:
+        return [c.name for c in alias.columns]
+    first = values.expressions[0] if values.expressions else None
+    width = len(first.expressions) if isinstance(first, exp.Tuple) else 1
+    return [f"col{i + 1}" for i in range(width)]
 
 
 def _correlated(query: exp.Expr, scope: Scope) -> bool:

@@ -46,6 +46,26 @@ class Scan(Node):
 
 
 @dataclass(frozen=True, eq=False)
+class Constant(Node):
+    """Rows that read no table (``VALUES``, a SELECT without FROM, a query over only
+    those): the same at every snapshot, so its delta is always empty. ``sql`` is the
+    query as Spark text, held as a string so that passes rewriting the plan's
+    expressions (which name internal columns) leave it alone; ``out`` names its columns
+    by position."""
+
+    sql: str
+    out: tuple[str, ...]
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return self.out
+
+    @property
+    def label(self) -> str:
+        return "Constant"
+
+
+@dataclass(frozen=True, eq=False)
 class Filter(Node):
     child: Node
     predicate: exp.Expr

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 RULES = {
     "Scan": "read the source's changes (appended files / changed files / snapshot diff)",
+    "Constant": "rows of literals, the same at every snapshot: no change",
     "Filter": "filter the delta rows",
     "Project": "project the delta rows, keeping weights",
     "UnionAll": "union of the inputs' deltas",

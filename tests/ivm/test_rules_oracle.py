@@ -103,6 +103,12 @@ QUERIES = {
     "rank_all_rows": "SELECT id, k, qty, RANK() OVER (ORDER BY qty DESC, id) AS rk FROM {o} WHERE qty IS NOT NULL",
     "rank_over_aggregate": "SELECT k, total, RANK() OVER (ORDER BY total DESC) AS rk FROM "
     "(SELECT k, SUM(qty) AS total FROM {o} GROUP BY k) g",
+    # rows of literals (VALUES, SELECTs without FROM): the same at every snapshot, read
+    # whole by the rules that need them, a kept side of an outer join included
+    "constant_relations": "SELECT m.label, COUNT(o.id) AS n, SUM(o.qty) AS q FROM "
+    "(VALUES ('a', 'first'), ('b', 'second'), (NULL, 'none'), ('z', 'never')) AS m(code, label) "
+    "LEFT JOIN {o} o ON o.k = m.code GROUP BY m.label "
+    "UNION ALL SELECT 'extra', 0, CAST(NULL AS BIGINT)",
     # ORDER BY ... LIMIT: a ranking of the groups (cat names one group)
     "top_n_groups": "SELECT p.cat, SUM(o.qty) AS q FROM {o} o JOIN {p} p ON o.p = p.p GROUP BY p.cat "
     "ORDER BY q DESC NULLS LAST, cat LIMIT 2 OFFSET 1",

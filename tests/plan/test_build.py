@@ -13,6 +13,7 @@ from dyntables.plan.not_incremental import NotIncremental
 from dyntables.plan.ops import (
     RECOMPUTED,
     Aggregate,
+    Constant,
     Filter,
     Generate,
     Join,
@@ -972,3 +973,56 @@ def test_an_inner_join_of_a_timestamp_and_a_timestamp_ntz_keeps_its_rule() -> No
     in a time zone keeps the order."""
     schema = {T0: [("k", "int"), ("ts", "timestamp")], T1: [("nt", "timestamp_ntz")]}
     build_plan("SELECT t0.k FROM t0 JOIN t1 ON t0.ts = t1.nt", schema, qualify)
+
+
+@pytest.mark.parametrize(
+    ("sql", "rows"),
+    [
+        # an inline mapping table, by VALUES and by SELECTs without FROM
+        (
+            "SELECT t0.k, m.w FROM t0 JOIN (VALUES (1, 'a'), (2, 'b')) AS m(k, w) ON t0.k = m.k",
+            "VALUES (1, 'a'), (2, 'b')",
+        ),
+        (
+            "SELECT t0.k, m.w FROM t0 LEFT JOIN (SELECT 1 AS k, 'a' AS w UNION ALL SELECT 2, 'b') m"
+            " ON t0.k = m.k",
+            "SELECT 1 AS k, 'a' AS w UNION ALL SELECT 2 AS `2`, 'b' AS b",
+        ),
+        # a row of totals beside the groups
+        (
+            "SELECT t1.s, COUNT(*) AS c FROM t1 GROUP BY t1.s UNION ALL SELECT 'none', 0",
+            "SELECT 'none' AS none, 0 AS `0`",
+        ),
+        # IN over a union with a literal branch; a CTE of literals; an aggregate of them
+        ("SELECT k FROM t0 WHERE n IN (SELECT k FROM t1 UNION SELECT 7)", "SELECT 7 AS `7`"),
+        (
+            "WITH m AS (SELECT 3 AS k) SELECT t0.n FROM t0 JOIN m ON t0.k = m.k",
+            "SELECT 3 AS k",
+        ),
+        (
+            "SELECT t0.k, c.n FROM t0 JOIN (SELECT v.x, COUNT(*) AS n FROM VALUES (1), (1) AS v(x)"
+            " GROUP BY v.x) c ON t0.k = c.x",
+            "SELECT v.x AS x, COUNT(*) AS n FROM VALUES (1), (1) AS v(x) GROUP BY v.x",
+        ),
+    ],
+)
+def test_rows_of_literals_are_a_constant_relation(sql: str, rows: str) -> None:
+    """They are the same at every snapshot: a leaf whose delta is empty, held whole."""
+    plan = build_plan(sql, SCHEMA, qualify)
+    (constant,) = [n for n in walk_post_order(plan.root) if isinstance(n, Constant)]
+    assert constant.sql == rows
+    assert scans(plan.root)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT 1 AS x",  # reads no table at all: nothing to maintain
+        "SELECT x FROM VALUES (1), (2) AS v(x)",
+        "SELECT k FROM t0 WHERE EXISTS (SELECT 1 WHERE t0.n > 1)",  # reads the outer row
+    ],
+)
+def test_a_query_of_literals_alone_or_one_reading_the_outer_row_is_not_constant(sql: str) -> None:
+    with pytest.raises(NotIncremental) as caught:
+        build_plan(sql, SCHEMA, qualify)
+    assert caught.value.code == "NO_SOURCE"
