@@ -437,6 +437,17 @@ class QueryGen:
         scope = [Ref(f"{a}.{c.name}", c.type, c.key, c.exact) for c in table.cols]
         return Rel(f"{table.name} AS {a}", scope, {table.name})
 
+    def constant(self) -> Rel:
+        """Rows of literals joined like a table (an inline mapping table): VALUES or
+        SELECTs without FROM, with a duplicate and NULLs; the same at every snapshot."""
+        a = self.alias("l")
+        scope = [Ref(f"{a}.k", INT, True), Ref(f"{a}.s", STR)]
+        if chance(self.ch, 0.5):
+            rows = "VALUES (0, 'a'), (1, NULL), (NULL, 'c'), (2, 'a'), (2, 'b')"
+            return Rel(f"({rows}) AS {a}(k, s)", scope, set(), {"constant"})
+        rows = "SELECT 1 AS k, 'x' AS s UNION ALL SELECT 3, 'y' UNION ALL SELECT NULL, 'z'"
+        return Rel(f"({rows}) AS {a}", scope, set(), {"constant"})
+
     def key_of(self, scope: Sequence[Ref]) -> Ref:
         """A join / partition key: an integral key column, else an integral column, else
         ``pmod(hash(col), 4)`` (an INT with a tiny domain, comparable with any key)."""
@@ -456,7 +467,7 @@ class QueryGen:
         rel = self.scan(first or pick(ch, self.tables))
         for _ in range(ch.int(1, max_tables) - 1):
             table = pick(ch, self.tables)
-            right = self.scan(table)
+            right = self.constant() if chance(ch, 0.08) else self.scan(table)
             kinds = (
                 [
                     "JOIN",
@@ -501,7 +512,7 @@ class QueryGen:
                     both = f"{self.atom(rel.scope, typ)} {pick(ch, ['<', '<=', '<>', '>'])} {self.atom(right.scope, typ)}"
                     cond += f" AND {both}"
                     rel.tags |= {"join_residual", "residual_both_sides"}
-            if table.name in rel.tables:
+            if table.name in right.tables & rel.tables:
                 rel.tags.add("self_join")
             rel.tags.add(
                 {
@@ -523,7 +534,12 @@ class QueryGen:
                 from_sql = f"{rel.from_sql} {kind} {right.from_sql} ON {cond}"
             scope = rel.scope if "SEMI" in kind or "ANTI" in kind else rel.scope + right.scope
             rel = Rel(
-                from_sql, scope, rel.tables | right.tables, rel.tags, rel.grammar, list(rel.where)
+                from_sql,
+                scope,
+                rel.tables | right.tables,
+                rel.tags | right.tags,
+                rel.grammar,
+                list(rel.where),
             )
             if kind in (",", "CROSS JOIN"):
                 rel.where.append(cond)  # the join condition, in WHERE
