@@ -1051,7 +1051,12 @@ class QueryGen:
         branches: list[str] = []
         tags: set[str] = {"union" if distinct else "union_all"}
         tables: set[str] = set()
-        for _ in range(ch.int(2, 3)):
+        for b in range(ch.int(2, 3)):
+            if b and chance(ch, 0.1):  # a branch of literals (a totals or default row)
+                literals = [typed_literal(ch, typ, allow_null=True) for typ in types]
+                branches.append("SELECT " + ", ".join(literals))
+                tags.add("constant")
+                continue
             rel = self.from_clause(2, outer=False)
             where = self.where(rel, semi=False)
             items = []
