@@ -60,10 +60,6 @@ class Constant(Node):
     def columns(self) -> tuple[str, ...]:
         return self.out
 
-    @property
-    def label(self) -> str:
-        return "Constant"
-
 
 @dataclass(frozen=True, eq=False)
 class Filter(Node):
