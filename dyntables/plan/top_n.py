@@ -51,6 +51,7 @@ def as_ranked(query: exp.Query) -> exp.Select:
     if any(not n for n in names) or len({n.lower() for n in names}) != len(names):
         raise Unsupported("ORDER BY ... LIMIT over columns without distinct names")
     by_name = {n.lower(): n for n in names}
+    taken = set(by_name)  # the helper columns' names must not be the query's (helper-31)
     hidden: list[str] = []
     keys: list[exp.Ordered] = []
     for ordered in order.expressions:
@@ -58,18 +59,19 @@ def as_ranked(query: exp.Query) -> exp.Select:
         key = ordered.this
         name = _output_name(key, by_name, names) or _selected_as(key, rows)
         if name is None:
-            name = _hide(rows, key, by_name, len(hidden))
+            name = _hide(rows, key, by_name, _unused(f"{HIDDEN}{len(hidden)}", taken))
             hidden.append(name)
         ranked_key = ordered.copy()
         ranked_key.set("this", exp.column(_ident(name), ROWS_ALIAS))
         keys.append(ranked_key)
     every = names + hidden
     rank = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=keys))
+    rank_name = _unused(RANK, taken)
     ranked = exp.select(
         *(exp.alias_(exp.column(_ident(n), ROWS_ALIAS), _ident(n)) for n in every),
-        exp.alias_(rank, RANK),
+        exp.alias_(rank, rank_name),
     ).from_(rows.subquery(ROWS_ALIAS))
-    numbered = exp.column(RANK, RANKED_ALIAS)
+    numbered = exp.column(rank_name, RANKED_ALIAS)
     kept: exp.Expr = exp.GT(this=numbered, expression=exp.Literal.number(offset))
     if limit is not None:
         last = exp.LTE(this=numbered.copy(), expression=exp.Literal.number(offset + limit))
@@ -113,8 +115,19 @@ def _selected_as(key: exp.Expr, rows: exp.Query) -> str | None:
     return None
 
 
-def _hide(rows: exp.Query, key: exp.Expr, by_name: dict[str, str], index: int) -> str:
-    """Compute the order's expression ``key`` as a hidden column of ``rows``."""
+def _unused(base: str, taken: set[str]) -> str:
+    """``base``, or ``base_1``, ``base_2``, ...: the first not in ``taken`` (lower case),
+    which it joins."""
+    name, n = base, 0
+    while name.lower() in taken:
+        n += 1
+        name = f"{base}_{n}"
+    taken.add(name.lower())
+    return name
+
+
+def _hide(rows: exp.Query, key: exp.Expr, by_name: dict[str, str], name: str) -> str:
+    """Compute the order's expression ``key`` as a hidden column ``name`` of ``rows``."""
     if not isinstance(rows, exp.Select):
         raise Unsupported(
             "ORDER BY of a set operation by an expression that is not one of its columns"
@@ -123,7 +136,6 @@ def _hide(rows: exp.Query, key: exp.Expr, by_name: dict[str, str], index: int) -
         raise Unsupported("ORDER BY of a DISTINCT by an expression that is not one of its columns")
     if any(not c.table and c.name.lower() in by_name for c in key.find_all(exp.Column)):
         raise Unsupported(f"ORDER BY {key.sql('spark')[:60]} reads a column of the select list")
-    name = f"{HIDDEN}{index}"
     rows.append("expressions", exp.alias_(key.copy(), name))
     return name
 

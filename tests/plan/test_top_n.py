@@ -5,7 +5,9 @@ oracle's to say (tests/ivm/test_rules_oracle.py, the differential suite's top_n 
 from __future__ import annotations
 
 import pytest
+import sqlglot
 
+from dyntables.plan import top_n
 from dyntables.plan.build import build_plan
 from dyntables.plan.not_incremental import NotIncremental
 from dyntables.plan.ops import Aggregate, Filter, Window, walk_post_order
@@ -73,3 +75,27 @@ def test_limits_without_a_ranking_stay_full(sql: str, why: str) -> None:
     with pytest.raises(NotIncremental, match=why) as err:
         build_plan(sql, SCHEMA, qualify)
     assert err.value.code == "LIMIT"
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT t0.k AS _top_rank, t0.n AS n FROM t0 ORDER BY n LIMIT 2",
+        "SELECT t0.k AS _top_order0 FROM t0 ORDER BY t0.n DESC LIMIT 2",
+        "SELECT t0.k AS _top_rank, t0.s AS _top_rank_1, t0.k + 1 AS _top_order0 "
+        "FROM t0 ORDER BY t0.n, t0.s LIMIT 2",
+    ],
+)
+def test_the_rankings_own_columns_are_named_apart_from_the_querys(sql: str) -> None:
+    """A query column named like the rank or a hidden order column kept its name, and
+    the rank's value or the order's replaced its own (helper-31)."""
+    query = sqlglot.parse_one(sql, read="spark")
+    ranked = top_n.as_ranked(query)
+    inner = ranked.args["from_"].this.this  # SELECT <columns>, <hidden>, ROW_NUMBER() ...
+    names = [e.alias_or_name for e in inner.expressions]
+    assert len({n.lower() for n in names}) == len(names), names
+    assert ranked.named_selects == query.named_selects
+    own = query.named_selects
+    rows = inner.args["from_"].this.this  # the query without ORDER BY, hidden items added
+    for item in rows.expressions[: len(own)]:
+        assert item.sql("spark") == query.expressions[own.index(item.alias_or_name)].sql("spark")
