@@ -182,7 +182,16 @@ def over_rows(select: exp.Select) -> exp.Select | None:
         return exp.column(name, ROWS_ALIAS)
 
     def kept(e: exp.Expr) -> bool:
-        return isinstance(e, exp.Literal | exp.Star | exp.Null | exp.Boolean)
+        """Whether ``e`` stays in place: a literal, ``*``, or an expression of literals
+        alone, which Spark requires of some arguments (LAG's offset ``-1``, NTILE's
+        buckets, PERCENTILE's array) and refuses as a column (helper-31)."""
+        if isinstance(e, exp.Literal | exp.Star | exp.Null | exp.Boolean):
+            return True
+        reads = exp.Column | exp.Star | exp.Table | exp.Query | exp.Subquery | exp.Window
+        return not any(
+            isinstance(n, reads | exp.Grouping | exp.GroupingId) or is_aggregate_call(n)
+            for n in e.walk()
+        )
 
     def over(e: exp.Expr) -> exp.Expr:
         if isinstance(e, exp.Window):

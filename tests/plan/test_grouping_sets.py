@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
-from dyntables.plan.grouping_sets import branch, expand
+from dyntables.plan.grouping_sets import branch, expand, over_rows
 
 
 def _branches(sql: str) -> list[str]:
@@ -27,4 +27,36 @@ def test_a_key_of_the_set_is_its_grouped_value_whatever_is_outside_the_set() -> 
         "SELECT k, COALESCE(k, 0) AS c, COUNT(*) AS n FROM t GROUP BY k, COALESCE(k, 0)",
         "SELECT NULL, COALESCE(k, 0) AS c, COUNT(*) AS n FROM t GROUP BY COALESCE(k, 0)",
         "SELECT NULL, NULL AS c, COUNT(*) AS n FROM t GROUP BY '()'",
+    ]
+
+
+def test_constant_arguments_of_a_window_over_the_sets_stay_in_place() -> None:
+    """Spark requires LAG's offset, NTILE's buckets and PERCENTILE's array to be
+    constants: an expression of literals is left in the window, not made a column of
+    the rows below (helper-31: CREATE failed, "should be a foldable INT")."""
+    select = sqlglot.parse_one(
+        "SELECT k, LAG(SUM(x), -1) OVER (ORDER BY k) AS a, NTILE(1 + 1) OVER (ORDER BY k) AS b, "
+        "percentile(SUM(x), array(0.25, 0.75)) OVER () AS c, COUNT(*) OVER () AS d, "
+        "grouping_id() AS g FROM t GROUP BY ROLLUP(k)",
+        read="spark",
+    )
+    assert isinstance(select, exp.Select)
+    rewritten = over_rows(select)
+    assert rewritten is not None
+    outer = [e.sql("spark") for e in rewritten.expressions]
+    assert outer[1].startswith("LAG(_gs.") and outer[1].endswith(
+        ", -1) OVER (ORDER BY _gs._gs2) AS a"
+    )
+    assert outer[2] == "NTILE(1 + 1) OVER (ORDER BY _gs._gs3) AS b"
+    assert "ARRAY(0.25, 0.75)) OVER () AS c" in outer[3]
+    assert outer[4] == "COUNT(*) OVER () AS d"
+    # read from the sets' rows: a grouping function, aggregates and keys
+    rows = [e.sql("spark") for e in rewritten.args["from_"].this.this.expressions]
+    assert rows == [
+        "k AS _gs0",
+        "SUM(x) AS _gs1",
+        "k AS _gs2",
+        "k AS _gs3",
+        "SUM(x) AS _gs4",
+        "GROUPING_ID() AS _gs5",
     ]
