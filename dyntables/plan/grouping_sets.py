@@ -182,11 +182,12 @@ def over_rows(select: exp.Select) -> exp.Select | None:
         return exp.column(name, ROWS_ALIAS)
 
     def kept(e: exp.Expr) -> bool:
-        """Whether ``e`` stays in place: a literal, ``*``, or an expression of literals
-        alone, which Spark requires of some arguments (LAG's offset ``-1``, NTILE's
-        buckets, PERCENTILE's array) and refuses as a column (helper-31)."""
-        if isinstance(e, exp.Literal | exp.Star | exp.Null | exp.Boolean):
-            return True
+        return isinstance(e, exp.Literal | exp.Star | exp.Null | exp.Boolean)
+
+    def constant(e: exp.Expr) -> bool:
+        """An expression of literals alone, which Spark requires of some of a window
+        function's arguments (LAG's offset ``-1``, NTILE's buckets, PERCENTILE's array)
+        and refuses as a column of the rows below (helper-31)."""
         reads = exp.Column | exp.Star | exp.Table | exp.Query | exp.Subquery | exp.Window
         return not any(
             isinstance(n, reads | exp.Grouping | exp.GroupingId) or is_aggregate_call(n)
@@ -197,7 +198,7 @@ def over_rows(select: exp.Select) -> exp.Select | None:
         if isinstance(e, exp.Window):
             call = e.this.this if isinstance(e.this, exp.IgnoreNulls | exp.RespectNulls) else e.this
             for arg in list(call.iter_expressions()):
-                if not kept(arg):
+                if not (kept(arg) or constant(arg)):
                     arg.replace(lift(arg))
             for part in e.args.get("partition_by") or []:
                 if not kept(part):
