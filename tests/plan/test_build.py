@@ -1026,3 +1026,12 @@ def test_a_query_of_literals_alone_or_one_reading_the_outer_row_is_not_constant(
     with pytest.raises(NotIncremental) as caught:
         build_plan(sql, SCHEMA, qualify)
     assert caught.value.code == "NO_SOURCE"
+
+
+def test_a_values_row_of_one_struct_is_recomputed() -> None:
+    """Written back, named_struct becomes STRUCT(...), which Spark reads as a VALUES row's
+    columns, not one struct column (bug-struct-fields-written-back.scn): not Constant."""
+    sql = "SELECT t0.k, v.s FROM t0 CROSS JOIN VALUES (named_struct('f', 1)) AS v(s)"
+    with pytest.raises(NotIncremental) as caught:
+        build_plan(sql, SCHEMA, qualify)
+    assert caught.value.code == "UNSUPPORTED_SOURCE"
