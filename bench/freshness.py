@@ -159,12 +159,15 @@ def main(argv: list[str] | None = None) -> int:
         shlex.quote(a) for a in (argv or sys.argv[1:])
     )
 
-    warehouse = args.warehouse or tempfile.mkdtemp(prefix="dyntables-bench-")
+    scratch = None if args.warehouse else tempfile.TemporaryDirectory(prefix="dyntables-bench-")
+    warehouse = scratch.name if scratch else args.warehouse
     lh = Lakehouse(warehouse=warehouse, namespace=NAMESPACE)
     try:
         return run(lh, args, command)
     finally:
         lh.close()
+        if scratch is not None:  # a warehouse of our own is not left in the temp folder
+            scratch.cleanup()
 
 
 def run(lh: Lakehouse, args: argparse.Namespace, command: str) -> int:

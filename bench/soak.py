@@ -139,12 +139,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warehouse", help="default: a fresh temporary folder")
     args = parser.parse_args(argv)
     command = "python -m bench.soak " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
-    warehouse = args.warehouse or tempfile.mkdtemp(prefix="dyntables-soak-")
+    scratch = None if args.warehouse else tempfile.TemporaryDirectory(prefix="dyntables-soak-")
+    warehouse = scratch.name if scratch else args.warehouse
     lh = Lakehouse(warehouse=warehouse, namespace=NAMESPACE)
     try:
         return run(lh, warehouse, args, command)
     finally:
         lh.close()
+        if scratch is not None:  # a warehouse of our own is not left in the temp folder
+            scratch.cleanup()
 
 
 if __name__ == "__main__":

@@ -225,7 +225,25 @@ def main(argv: list[str] | None = None) -> int:
     seed = args.seed if args.seed is not None else int(time.time()) % 1_000_000
     shapes = args.shape or list(SHAPES)
     out_dir = args.out or Path(tempfile.gettempdir()) / f"dyntables-fuzz-{seed}"
-    warehouse = args.warehouse or Path(tempfile.mkdtemp(prefix="dyntables-fuzz-wh-"))
+    # a warehouse of our own is removed at the end: failing scenarios are written apart,
+    # and a day of fuzzing left gigabytes of warehouses in the temp folder
+    scratch = None if args.warehouse else tempfile.TemporaryDirectory(prefix="dyntables-fuzz-wh-")
+    warehouse = Path(scratch.name) if scratch else args.warehouse
+    try:
+        return _run(args, seed, shapes, out_dir, warehouse, argv)
+    finally:
+        if scratch is not None:
+            scratch.cleanup()
+
+
+def _run(
+    args: argparse.Namespace,
+    seed: int,
+    shapes: list[str],
+    out_dir: Path,
+    warehouse: Path,
+    argv: list[str] | None,
+) -> int:
     print(f"fuzz: seed {seed}, budget {args.budget:.0f} s, warehouse {warehouse}", flush=True)
 
     from dyntables import Lakehouse
