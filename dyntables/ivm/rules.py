@@ -43,6 +43,7 @@ from dyntables.plan.ops import (
     Window,
     walk_post_order,
 )
+from dyntables.plan.query import parse_rows
 
 OLD = "old"
 NEW = "new"
@@ -127,7 +128,7 @@ def _rel_scan(r: Renderer, n: Scan, version: str) -> exp.Query:
 
 def _rel_constant(r: Renderer, n: Constant, version: str) -> exp.Query:
     """The rows, their columns renamed by position: ``SELECT * FROM (rows) AS a(c0, ...)``."""
-    rows: exp.Expr = exp.maybe_parse(n.sql, dialect="spark")
+    rows = parse_rows(n.sql)
     named = exp.TableAlias(
         this=exp.to_identifier(fresh_alias("k")), columns=[exp.to_identifier(c) for c in n.out]
     )

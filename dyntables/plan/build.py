@@ -1444,14 +1444,6 @@ def reads_nothing(query: exp.Expr) -> bool:
     of the same name, as in Spark), so a correlated query never counts."""
     if query.find(exp.Table) is not None:
         return False
-    if any(
-        isinstance(n, exp.Struct)
-        or (isinstance(n, exp.Anonymous) and n.name.lower() == "named_struct")
-        for n in query.walk()
-    ):
-        # a VALUES row of one struct reads as the struct's fields once sqlglot writes its
-        # named_struct back as STRUCT(...) (bug-struct-fields-written-back.scn): recomputed
-        return False
     inner = {a.name.lower() for a in query.find_all(exp.TableAlias) if a.name}
     return all(c.table and c.table.lower() in inner for c in query.find_all(exp.Column))
 

@@ -209,6 +209,14 @@ def parse_query(text: str) -> exp.Query:
     return trees[0]
 
 
+def parse_rows(text: str) -> exp.Expr:
+    """Rows this package wrote as Spark text (a :class:`~dyntables.plan.ops.Constant`'s),
+    read back as :func:`parse_query` reads a user's query: read by Spark's own parser, a
+    VALUES row's named_struct would be written back as STRUCT(...), the row's columns
+    (bug-struct-fields-written-back.scn)."""
+    return sqlglot.parse_one(text, read=_SparkReader).transform(_struct_row_as_named_struct)
+
+
 # Calls sqlglot parses with fewer arguments than Spark takes, dropping the rest without a
 # word: name -> the arguments it keeps
 _TRUNCATED_CALLS = {"percentile": 2}

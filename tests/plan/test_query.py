@@ -4,12 +4,14 @@ pinned query means, by Spark's scoping rules for CTEs and qualified names."""
 from __future__ import annotations
 
 import pytest
+import sqlglot
 
 from dyntables.catalog.definition import SourceVersion
 from dyntables.errors import UnsupportedQueryError
 from dyntables.plan.query import (
     names_beyond_tables,
     parse_query,
+    parse_rows,
     pin_sources,
     refs_read,
     scoped_names,
@@ -292,6 +294,14 @@ def test_a_struct_field_is_named_after_the_key_it_extracts() -> None:
         "SELECT to_json(struct(st['g'], m['x'], a[0], st['g'] AS col9)) AS j FROM t"
     ).sql("spark")
     assert "STRUCT(st['g'] AS g, m['x'] AS x, a[0] AS col3, st['g'] AS col9)" in sql
+
+
+def test_rows_written_by_the_package_read_back_keep_their_named_struct() -> None:
+    """A VALUES row of one ``STRUCT(1 AS f)`` is the row's columns to Spark, and that is
+    how sqlglot's Spark parser would have a rows-of-literals relation written back."""
+    rows = "VALUES (NAMED_STRUCT('f', 1)), (NAMED_STRUCT('f', 2))"
+    assert "STRUCT(1 AS f)" in sqlglot.parse_one(rows, read="spark").sql("spark")
+    assert parse_rows(rows).sql("spark") == rows
 
 
 def test_array_size_is_not_written_back_as_size() -> None:
