@@ -91,6 +91,7 @@ def build_plan(
 ) -> Plan:
     tree = inline_named_windows(scoped_names(parse_query(query_text), qualify_name))
     tree = mark_unnamed(tree)
+    _name_values_columns(tree)
     pivot.mark_unpivot_names(tree)
     _refuse_unmodelled(tree)
     _refuse_case_twins(schema)
@@ -1456,6 +1457,26 @@ def _values_names(values: exp.Values) -> list[str]:
     first = values.expressions[0] if values.expressions else None
     width = len(first.expressions) if isinstance(first, exp.Tuple) else 1
     return [f"col{i + 1}" for i in range(width)]
+
+
+def _name_values_columns(tree: exp.Expr) -> None:
+    """``JOIN VALUES (1), (2) AS v ON t.k = v.col1``: sqlglot's qualify does not know
+    the names Spark gives a VALUES relation's columns, so they are written out (an alias
+    is made up where there is none). The plan's own tree only: a FULL refresh runs the
+    query as the user wrote it."""
+    taken = {i.name.lower() for i in tree.find_all(exp.Identifier)}
+    for values in tree.find_all(exp.Values):
+        if not isinstance(values.parent, exp.From | exp.Join):
+            continue
+        alias = values.args.get("alias")
+        if alias is not None and alias.columns:
+            continue
+        if alias is None or not alias.name:
+            name = next(f"_values{i}" for i in itertools.count() if f"_values{i}" not in taken)
+            taken.add(name)
+            alias = exp.TableAlias(this=exp.to_identifier(name))
+        alias.set("columns", [exp.to_identifier(c) for c in _values_names(values)])
+        values.set("alias", alias)
 
 
 def _correlated(query: exp.Expr, scope: Scope) -> bool:

@@ -983,6 +983,9 @@ def test_an_inner_join_of_a_timestamp_and_a_timestamp_ntz_keeps_its_rule() -> No
             "SELECT t0.k, m.w FROM t0 JOIN (VALUES (1, 'a'), (2, 'b')) AS m(k, w) ON t0.k = m.k",
             "VALUES (1, 'a'), (2, 'b')",
         ),
+        # columns named as Spark names them (sqlglot knows no col1), alias or none
+        ("SELECT t0.k, v.col2 FROM t0 JOIN VALUES (1, 'a') v ON t0.k = v.col1", "VALUES (1, 'a')"),
+        ("SELECT t0.k, col2 FROM t0 JOIN VALUES (1, 'a') ON t0.k = col1", "VALUES (1, 'a')"),
         (
             "SELECT t0.k, m.w FROM t0 LEFT JOIN (SELECT 1 AS k, 'a' AS w UNION ALL SELECT 2, 'b') m"
             " ON t0.k = m.k",
