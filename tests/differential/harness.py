@@ -520,7 +520,14 @@ class Harness:
             declared = {str(s).lower() for s in dt.sources}
             known = result.scenario.tables + result.scenario.dynamic_tables
             for name in known:
-                mentioned = name != short and re.search(rf"\b{re.escape(name)}\b", args[1], re.I)
+                word = rf"\b{re.escape(name)}\b"
+                # a text check, independent of the compiler's scoping: a CTE of the same
+                # name, which may shadow the table in only part of the query, is left alone
+                mentioned = (
+                    name != short
+                    and re.search(word, args[1], re.I)
+                    and not re.search(rf"{word}\s*(\([^)]*\))?\s+AS\s*\(", args[1], re.I)
+                )
                 if mentioned and str(self.lh.qualify(result.names[name])).lower() not in declared:
                     raise Failure(
                         f"the query reads {name}, but the dynamic table does not track it as a "
