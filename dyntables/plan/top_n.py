@@ -22,6 +22,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from dyntables.plan.calls import call_name
+from dyntables.plan.generators import GENERATORS
+
 ROWS_ALIAS = "_top"
 RANKED_ALIAS = "_ranked"
 RANK = "_top_rank"
@@ -134,9 +137,26 @@ def _hide(rows: exp.Query, key: exp.Expr, by_name: dict[str, str], name: str) ->
         )
     if rows.args.get("distinct"):
         raise Unsupported("ORDER BY of a DISTINCT by an expression that is not one of its columns")
-    if any(not c.table and c.name.lower() in by_name for c in key.find_all(exp.Column)):
-        raise Unsupported(f"ORDER BY {key.sql('spark')[:60]} reads a column of the select list")
-    rows.append("expressions", exp.alias_(key.copy(), name))
+    items = {i.alias_or_name.lower(): i.unalias() for i in rows.expressions}
+
+    def as_item(node: exp.Expr) -> exp.Expr:
+        # Spark reads a bare name in an ORDER BY expression as the select list's column
+        # of that name first (``SELECT n AS k ... ORDER BY abs(k)`` orders by abs(n))
+        if not (isinstance(node, exp.Column) and not node.table and node.name.lower() in by_name):
+            return node
+        item = items[node.name.lower()]
+        if (
+            item.find(exp.Window)
+            or any(call_name(n) in GENERATORS for n in item.walk())
+            or any(not c.table for c in item.find_all(exp.Column))
+        ):
+            raise Unsupported(
+                f"ORDER BY {key.sql('spark')[:60]} reads a column of the select list that "
+                "is a window, a generator or a lateral alias"
+            )
+        return exp.paren(item.copy())
+
+    rows.append("expressions", exp.alias_(key.copy().transform(as_item), name))
     return name
 
 

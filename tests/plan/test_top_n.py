@@ -99,3 +99,36 @@ def test_the_rankings_own_columns_are_named_apart_from_the_querys(sql: str) -> N
     rows = inner.args["from_"].this.this  # the query without ORDER BY, hidden items added
     for item in rows.expressions[: len(own)]:
         assert item.sql("spark") == query.expressions[own.index(item.alias_or_name)].sql("spark")
+
+
+@pytest.mark.parametrize(
+    ("sql", "hidden"),
+    [
+        # Spark reads k as the select list's column first: abs(t0.n), not abs(t0.k)
+        ("SELECT t0.n AS k FROM t0 ORDER BY ABS(k) DESC LIMIT 2", "ABS((t0.n))"),
+        ("SELECT t0.n AS k, t0.k AS n FROM t0 ORDER BY k + 0 LIMIT 2", "(t0.n) + 0"),
+        (
+            "SELECT t0.k AS k, SUM(t0.n) AS total FROM t0 GROUP BY t0.k ORDER BY ABS(total) LIMIT 2",
+            "ABS((SUM(t0.n)))",
+        ),
+    ],
+)
+def test_an_order_expression_over_a_select_column_reads_its_value(sql: str, hidden: str) -> None:
+    """It was FULL (LIMIT); the hidden order column computes it from the item's own
+    expression, as Spark resolves the name."""
+    ranked = top_n.as_ranked(sqlglot.parse_one(sql, read="spark"))
+    rows = ranked.args["from_"].this.this.args["from_"].this.this
+    assert rows.expressions[-1].unalias().sql("spark") == hidden
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT t0.k, ROW_NUMBER() OVER (PARTITION BY t0.s ORDER BY t0.n) AS r FROM t0 "
+        "ORDER BY r + 0 LIMIT 2",
+        "SELECT t0.k, explode(array(t0.n)) AS e FROM t0 ORDER BY e + 0 LIMIT 2",
+    ],
+)
+def test_an_order_expression_over_a_window_or_generator_column_stays_full(sql: str) -> None:
+    with pytest.raises(top_n.Unsupported, match="window, a generator"):
+        top_n.as_ranked(sqlglot.parse_one(sql, read="spark"))
