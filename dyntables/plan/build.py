@@ -872,7 +872,7 @@ class _Builder:
         outer_aliases = {a for a, _ in scope if a}
         joined_above = {id(sq) for sq in above}  # by identity: equal texts are equal trees
         for sq in [*below, *above]:
-            body = sq.this
+            body = subquery.first_by_order(sq.this)
             one_aggregate = (
                 isinstance(body, exp.Select)
                 and len(body.expressions) == 1

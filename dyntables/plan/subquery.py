@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from dyntables.plan.calls import COUNTS, call_name, is_aggregate_call
+from dyntables.plan.generators import GENERATORS
 
 # the alias the builder gives a scalar subquery's columns in the outer scope; never a
 # table alias of the user's (sqlglot's qualify names sources after their tables)
@@ -154,6 +155,62 @@ def scalar_join(
     if inner_keys:
         body.set("group", exp.Group(expressions=[k.copy() for k in inner_keys]))
     return ScalarJoin(body, tuple(outer_keys), empty, len(typed))
+
+
+def first_by_order(query: exp.Expr) -> exp.Expr:
+    """``(SELECT s.v FROM s WHERE <filter> ORDER BY s.ts DESC LIMIT 1)``, the value of
+    the first row in an order (the latest rate, the top seller), as an aggregate
+    :func:`scalar_join` keeps: the rows ranked by the order and the first one's value
+    picked (``MAX_BY`` over that one row, which takes any type)::
+
+        SELECT MAX_BY(r.v, r.rn) FROM (SELECT s.v AS v, ROW_NUMBER() OVER (ORDER BY
+          s.ts DESC) AS rn FROM s WHERE <filter>) AS r WHERE r.rn = 1
+
+    No row is NULL either way. Rows tied in the order are ranked by their other columns
+    (as every ROW_NUMBER the builder keeps): one of the rows LIMIT 1 could give, the same
+    at every refresh. ``query`` is returned as it is where this does not hold: not one
+    column, GROUP BY, DISTINCT, an OFFSET, a value that is an aggregate, a window or a
+    generator, an order by a bare name or position (the select list's?), or any reference
+    to the outer query, which Spark 3.5 refuses beside a LIMIT anyway."""
+    if not isinstance(query, exp.Select) or query.args.get("order") is None:
+        return query
+    limit = query.args.get("limit")
+    count = limit.args.get("expression") if limit is not None else None
+    if not (isinstance(count, exp.Literal) and not count.is_string and count.this == "1"):
+        return query
+    if len(query.expressions) != 1 or any(
+        query.args.get(c)
+        for c in ("group", "having", "offset", "distinct", "qualify", "with_", "with")
+    ):
+        return query
+    inner = _inner_aliases(query)
+    value = query.expressions[0].unalias()
+    keys = [o.this for o in query.args["order"].expressions]
+    if (
+        any(c.table and c.table.lower() not in inner for c in query.find_all(exp.Column))
+        or value.find(exp.Window)
+        or any(is_aggregate_call(n) or call_name(n) in GENERATORS for n in value.walk())
+        or any(isinstance(k, exp.Literal) for k in keys)
+        or any(not c.table for k in keys for c in k.find_all(exp.Column))
+    ):
+        return query
+    rank = exp.Window(this=exp.RowNumber(), order=query.args["order"].copy())
+    rows = query.copy()
+    rows.set("expressions", [exp.alias_(value.copy(), VALUE), exp.alias_(rank, _RANK)])
+    for clause in ("order", "limit"):
+        rows.set(clause, None)
+    ranked = exp.column(VALUE, table=_RANKED)
+    ranked.type = value.type
+    number = exp.column(_RANK, table=_RANKED)
+    return (
+        exp.select(exp.alias_(exp.ArgMax(this=ranked, expression=number), VALUE))
+        .from_(exp.Subquery(this=rows, alias=exp.TableAlias(this=exp.to_identifier(_RANKED))))
+        .where(exp.EQ(this=number.copy(), expression=exp.Literal.number(1)))
+    )
+
+
+_RANKED = "__dyntables_first"
+_RANK = "__rn"
 
 
 def _join_by_outer_values(

@@ -248,6 +248,18 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
         # with a generated column
         ("SELECT k, (SELECT s FROM t1 WHERE t1.k = t0.k) AS m FROM t0", "SUBQUERY_EXPRESSION"),
         ("SELECT k, (SELECT MAX(s) FROM t1 GROUP BY k) AS m FROM t0", "SUBQUERY_EXPRESSION"),
+        # the first row in an order, correlated (Spark 3.5 refuses it beside a LIMIT), or
+        # ordered by a bare name (the select list's?) or ranked with its value a window
+        (
+            "SELECT k, (SELECT t1.s FROM t1 WHERE t1.k = t0.k ORDER BY t1.s LIMIT 1) AS m FROM t0",
+            "SUBQUERY_EXPRESSION",
+        ),
+        ("SELECT k, (SELECT t1.s FROM t1 ORDER BY s LIMIT 1) AS m FROM t0", "SUBQUERY_EXPRESSION"),
+        (
+            "SELECT k, (SELECT RANK() OVER (ORDER BY t1.s) FROM t1 ORDER BY t1.k LIMIT 1) AS m "
+            "FROM t0",
+            "SUBQUERY_EXPRESSION",
+        ),
         ("SELECT k, (SELECT MAX(t1.k) + t0.n FROM t1) AS m FROM t0", "CORRELATED_NON_EQUI"),
         (
             "SELECT t0.k, (SELECT COUNT(*) FROM t1 WHERE t1.k < g.i) AS c "
@@ -1040,3 +1052,23 @@ def test_a_values_row_of_one_struct_keeps_its_named_struct() -> None:
     plan = build_plan(sql, SCHEMA, qualify)
     (constant,) = [n for n in walk_post_order(plan.root) if isinstance(n, Constant)]
     assert constant.sql == "VALUES (NAMED_STRUCT('f', 1))"
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT k, (SELECT t1.s FROM t1 ORDER BY t1.k DESC LIMIT 1) AS latest FROM t0",
+        "SELECT k FROM t0 WHERE n = (SELECT t1.k + 1 FROM t1 WHERE t1.s <> 'x' "
+        "ORDER BY t1.s NULLS FIRST, t1.k LIMIT 1)",
+    ],
+)
+def test_the_first_row_in_an_order_is_a_ranking_joined_as_an_aggregate(sql: str) -> None:
+    """``(SELECT v FROM s ORDER BY o LIMIT 1)`` was FULL (SUBQUERY_EXPRESSION): its rows
+    ranked by ``o`` (a window without PARTITION BY), the first one's value picked by an
+    aggregate, one row even over no rows, joined like ``(SELECT MAX(v) FROM s)``."""
+    nodes = list(walk_post_order(build_plan(sql, SCHEMA, qualify).root))
+    (window,) = [n for n in nodes if isinstance(n, Window)]
+    assert not window.partition_by
+    (aggregate,) = [n for n in nodes if isinstance(n, Aggregate)]
+    (picked,) = aggregate.aggs
+    assert not aggregate.keys and isinstance(picked.arg, exp.ArgMax)
