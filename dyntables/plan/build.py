@@ -50,7 +50,11 @@ from dyntables.plan.ops import (
 )
 from dyntables.plan.query import parse_query, scoped_names, table_name, type_protected_calls
 from dyntables.plan.render import spark_sql
-from dyntables.plan.time_windows import TIME_WINDOW_COLUMN, own_time_windows
+from dyntables.plan.time_windows import (
+    TIME_WINDOW_COLUMN,
+    own_time_windows,
+    write_bucket_names_out,
+)
 from dyntables.plan.windows import (
     breaks_ties,
     holds_map,
@@ -92,6 +96,7 @@ def build_plan(
     tree = inline_named_windows(scoped_names(parse_query(query_text), qualify_name))
     tree = mark_unnamed(tree)
     _name_values_columns(tree)
+    write_bucket_names_out(tree, {c.lower() for cols in schema.values() for c, _ in cols})
     pivot.mark_unpivot_names(tree)
     _refuse_unmodelled(tree)
     _refuse_case_twins(schema)

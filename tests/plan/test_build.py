@@ -128,6 +128,10 @@ def test_nested_ctes_of_one_name_build() -> None:
         "SELECT window(ts, '1 hour', '20 minutes') AS w, MAX(n) AS c FROM t0 "
         "GROUP BY window(ts, '1 hour', '20 minutes')",
         "SELECT t0.k, MAX(window(t0.ts, '1 day').start) AS d FROM t0 JOIN t1 ON t0.k = t1.k GROUP BY t0.k",
+        # the bucket by the name Spark gives it (its documented form)
+        "SELECT window.start, window.end AS e, COUNT(*) AS c FROM t0 GROUP BY window(ts, '1 hour') "
+        "HAVING window.start > '2024-01-01'",
+        "SELECT window, k, COUNT(*) AS c FROM t0 GROUP BY k, window(ts, '1 hour')",
     ],
 )
 def test_a_time_bucket_is_a_column_of_a_projection_below_its_select(sql: str) -> None:
@@ -145,6 +149,35 @@ def test_a_time_bucket_is_a_column_of_a_projection_below_its_select(sql: str) ->
     below = computing[0].child
     assert isinstance(below, Filter)
     assert isinstance(below.predicate, exp.Not) and isinstance(below.predicate.this, exp.Is)
+
+
+@pytest.mark.parametrize(
+    ("sql", "names"),
+    [
+        (
+            "SELECT window.start, window.end AS e, COUNT(*) AS c FROM t0 "
+            "GROUP BY window(ts, '1 hour')",
+            ("start", "e", "c"),
+        ),
+        ("SELECT window, COUNT(*) AS c FROM t0 GROUP BY window(ts, '1 hour')", ("window", "c")),
+    ],
+)
+def test_a_bucket_read_by_its_functions_name_keeps_sparks_column_names(
+    sql: str, names: tuple[str, ...]
+) -> None:
+    """sqlglot could not resolve ``window.start`` (FULL, UNRESOLVED_QUERY)."""
+    assert build_plan(sql, SCHEMA, qualify).output_names == names
+
+
+def test_window_as_a_name_of_the_query_is_not_the_bucket() -> None:
+    """Spark reads ``window.start`` as the derived table's column there."""
+    sql = (
+        "SELECT window.start FROM (SELECT ts, named_struct('start', 5) AS window FROM t0) x "
+        "GROUP BY window(ts, '1 hour')"
+    )
+    with pytest.raises(NotIncremental) as err:
+        build_plan(sql, SCHEMA, qualify)
+    assert err.value.code == "UNRESOLVED_QUERY"
 
 
 def _exprs(n: object) -> list[exp.Expr]:
