@@ -99,6 +99,10 @@ INT, BIGINT, DEC, DBL, STR, DATE, TS = (
 )
 INTEGRAL = (INT, BIGINT)
 ORDERABLE = (INT, BIGINT, DEC, DBL, STR, DATE, TS)
+# a nested column: selected, grouped, ranked and compared whole, its fields read in
+# expressions (``l0.st.a`` an INT, ``l0.st.b`` a STRING)
+ST = "STRUCT<a: INT, b: STRING>"
+ST_FIELDS = (("a", INT), ("b", STR))
 
 
 def same_kind(a: str, b: str) -> bool:
@@ -139,6 +143,7 @@ OPTIONAL_COLS = (
     Col("x", DBL),
     Col("dd", DATE),
     Col("ts", TS),
+    Col("st", ST),
 )
 
 KEY_VALUES = ("1", "2", "0", "3", "NULL")
@@ -171,6 +176,13 @@ VALUES: dict[str, tuple[str, ...]] = {
         "TIMESTAMP '2024-02-29 00:00:00'",
         "NULL",
         "TIMESTAMP '2023-12-31 12:15:30'",
+    ),
+    ST: (
+        "named_struct('a', 1, 'b', 'a')",
+        "named_struct('a', NULL, 'b', 'b')",
+        "NULL",
+        "named_struct('a', 2, 'b', NULL)",
+        "named_struct('a', 0, 'b', 'a')",
     ),
 }
 
@@ -435,6 +447,9 @@ class QueryGen:
     def scan(self, table: Table) -> Rel:
         a = self.alias("l")
         scope = [Ref(f"{a}.{c.name}", c.type, c.key, c.exact) for c in table.cols]
+        scope += [
+            Ref(f"{a}.{c.name}.{f}", t) for c in table.cols if c.type == ST for f, t in ST_FIELDS
+        ]
         return Rel(f"{table.name} AS {a}", scope, {table.name})
 
     def constant(self) -> Rel:
@@ -1734,7 +1749,13 @@ def _mutation(
         ]
     if kind == "reinsert" and known:  # delete a row and insert it again: two commits, no net change
         row = pick(ch, known)
-        cond = " AND ".join(f"{c.name} <=> {v}" for c, v in zip(table.cols, row, strict=True))
+        # a struct is compared as JSON: Iceberg cannot take a struct literal as a filter
+        cond = " AND ".join(
+            (f"{c.name} IS NULL" if v == "NULL" else f"to_json({c.name}) = to_json({v})")
+            if c.type == ST
+            else f"{c.name} <=> {v}"
+            for c, v in zip(table.cols, row, strict=True)
+        )
         return [f"DELETE FROM {t} WHERE {cond}", f"INSERT INTO {t} VALUES {values_sql([row])}"]
     if kind == "overwrite":  # rewrites every file, changes nothing
         return [f"INSERT OVERWRITE {t} SELECT * FROM {t}"]

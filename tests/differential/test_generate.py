@@ -3,6 +3,7 @@ round-trips."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -126,3 +127,12 @@ def test_an_aggregate_filter_goes_on_the_call_not_on_a_cast_around_it() -> None:
                 parse_query(f"SELECT {sql} AS v FROM t")
                 casts += 1
     assert casts > 0  # the case under test came up
+
+
+def test_struct_columns_are_made_and_read_whole_and_by_field() -> None:
+    """A nested column (a source of past bugs: field names, VALUES rows of one struct)
+    is in the tables, selected whole and read by field in expressions."""
+    texts = [scenario_from_seed(seed, "filter").to_text() for seed in range(60)]
+    assert any("st STRUCT<a: INT, b: STRING>" in t for t in texts)
+    assert any(re.search(r"\bl\d+\.st\.[ab]\b", t) for t in texts)
+    assert any(re.search(r"\bl\d+\.st AS c\d+", t) for t in texts)
