@@ -75,8 +75,11 @@ class Trash:
         if self.hadoop:
             trash = f"{self.root}/{entry_id}"
             record = Dropped(str(name), dt_id, now, retention_days, table.location, trash, states)
-            self.fs.move(table.location, f"{trash}/table")
+            # the record first: a process dying after the move left the table in a folder
+            # no entry named (UNDROP could not find it, purge never removed it; helper-32).
+            # An entry counts only once its table is in it (entries())
             self.fs.write_text(f"{trash}/dropped.json", record.to_json())
+            self.fs.move(table.location, f"{trash}/table")
         else:
             trash_name = TableName(
                 (self.catalog, SYSTEM_NAMESPACE, f"trash__{entry_id.replace('.', '__')}")
@@ -135,6 +138,11 @@ class Trash:
         found: list[Dropped] = []
         if self.hadoop:
             for folder in self.fs.list_dirs(self.root):
+                if not self.fs.exists(f"{folder}/table"):
+                    # a DROP that died before its move (the table is still where it was)
+                    # or an UNDROP that died after its own: not a dropped table, and its
+                    # state tables, listed in the record, are the live table's
+                    continue
                 try:
                     found.append(Dropped.from_json(self.fs.read_text(f"{folder}/dropped.json")))
                 except Exception:  # a half-written entry (crash during DROP) is skipped

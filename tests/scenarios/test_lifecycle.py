@@ -13,11 +13,13 @@ from pathlib import Path
 import pytest
 
 from dyntables import Lakehouse
+from dyntables.catalog.filesystem import FileSystem
 from dyntables.catalog.iceberg import load_table
 from dyntables.errors import (
     AnalysisError,
     DynamicTableDmlError,
     DynTablesError,
+    ExecutionError,
     IncrementalNotSupportedError,
     InvalidOptionError,
     NonDeterministicQueryError,
@@ -244,6 +246,50 @@ def test_undrop_refuses_when_the_name_is_taken(lh: Lakehouse, pipeline) -> None:
     lh.sql(f"CREATE DYNAMIC TABLE {dt} AS SELECT k FROM {src}")
     with pytest.raises(TableExistsError):
         lh.sql(f"UNDROP TABLE {dt}")
+
+
+class _Died(Exception):
+    """The process dying at that point, as far as the trash's files can tell."""
+
+
+def test_a_drop_that_dies_after_moving_the_table_can_be_undropped(
+    lh: Lakehouse, pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The folder was moved to the trash before its record was written: a process dying
+    between the two lost the table (no entry to UNDROP, never purged; helper-32)."""
+    _, dt = pipeline
+    real_move = FileSystem.move
+
+    def move_then_die(self: FileSystem, src: str, dst: str) -> None:
+        real_move(self, src, dst)
+        raise _Died
+
+    monkeypatch.setattr(FileSystem, "move", move_then_die)
+    with pytest.raises(ExecutionError):  # _Died, as the facade reports it
+        lh.sql(f"DROP DYNAMIC TABLE {dt}")
+    monkeypatch.undo()
+    lh.sql(f"UNDROP TABLE {dt}")
+    assert rows(lh.sql(f"SELECT * FROM {dt}")) == [("a", 3), ("b", 5)]
+
+
+def test_a_drop_that_dies_before_moving_the_table_leaves_it_whole(
+    lh: Lakehouse, pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its record names the live table's state tables: it is no entry, so neither UNDROP
+    nor a purge past the retention period reads it."""
+    src, dt = pipeline
+
+    def die(self: FileSystem, src: str, dst: str) -> None:
+        raise _Died
+
+    monkeypatch.setattr(FileSystem, "move", die)
+    with pytest.raises(ExecutionError):  # _Died, as the facade reports it
+        lh.sql(f"DROP DYNAMIC TABLE {dt}")
+    monkeypatch.undo()
+    assert not [e for e in lh.commands.registry.trash.entries() if e.name.endswith(dt)]
+    lh.sql(f"INSERT INTO {src} VALUES ('b', 1)")
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+    assert_oracle(lh, dt)
 
 
 def test_undrop_refuses_a_folder_left_where_the_table_was(lh: Lakehouse, pipeline) -> None:
