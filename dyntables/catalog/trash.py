@@ -145,7 +145,7 @@ class Trash:
                     continue
                 try:
                     found.append(Dropped.from_json(self.fs.read_text(f"{folder}/dropped.json")))
-                except Exception:  # a half-written entry (crash during DROP) is skipped
+                except Exception:  # an unreadable record is skipped
                     continue
             return found
         if not self.spark.catalog.databaseExists(self._system):

@@ -24,6 +24,11 @@ GENERATORS = frozenset(
 )
 
 
+def holds_generator(e: exp.Expr) -> bool:
+    """Whether a generator call is anywhere in ``e``: its value is not one per row."""
+    return any(call_name(n) in GENERATORS for n in e.walk())
+
+
 def generates(item: exp.Expr) -> bool:
     """A SELECT item that is a generator named by its alias(es)."""
     if isinstance(item, exp.Aliases):

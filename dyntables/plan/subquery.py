@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from dyntables.plan.calls import COUNTS, call_name, is_aggregate_call
-from dyntables.plan.generators import GENERATORS
+from dyntables.plan.generators import holds_generator
 
 # the alias the builder gives a scalar subquery's columns in the outer scope; never a
 # table alias of the user's (sqlglot's qualify names sources after their tables)
@@ -189,7 +189,8 @@ def first_by_order(query: exp.Expr) -> exp.Expr:
     if (
         any(c.table and c.table.lower() not in inner for c in query.find_all(exp.Column))
         or value.find(exp.Window)
-        or any(is_aggregate_call(n) or call_name(n) in GENERATORS for n in value.walk())
+        or holds_generator(value)
+        or any(is_aggregate_call(n) for n in value.walk())
         or any(isinstance(k, exp.Literal) for k in keys)
         or any(not c.table for k in keys for c in k.find_all(exp.Column))
     ):

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dyntables.plan.calls import call_name
-from dyntables.plan.generators import GENERATORS
+from dyntables.plan.generators import holds_generator
 
 ROWS_ALIAS = "_top"
 RANKED_ALIAS = "_ranked"
@@ -147,7 +146,7 @@ def _hide(rows: exp.Query, key: exp.Expr, by_name: dict[str, str], name: str) ->
         item = items[node.name.lower()]
         if (
             item.find(exp.Window)
-            or any(call_name(n) in GENERATORS for n in item.walk())
+            or holds_generator(item)
             or any(not c.table for c in item.find_all(exp.Column))
         ):
             raise Unsupported(
