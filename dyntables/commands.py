@@ -22,11 +22,12 @@ from dyntables.catalog.definition import (
     RefreshState,
     SourceVersion,
 )
-from dyntables.catalog.iceberg import load_table
+from dyntables.catalog.iceberg import CommitCheck, IcebergTable, load_table
 from dyntables.catalog.registry import Registry
 from dyntables.engine.determinism import non_deterministic_call
 from dyntables.engine.frames import rows_frame
 from dyntables.errors import (
+    ChangedMeanwhileError,
     DynamicTableDmlError,
     DynTablesError,
     InvalidOptionError,
@@ -189,6 +190,30 @@ class Commands:
                 raise TableExistsError(
                     f"dynamic table {name} already exists; use CREATE OR REPLACE DYNAMIC TABLE to change it"
                 )
+        if existing is None:
+            return self._create(stmt, name, table, None)
+        # under the table's lease, as DROP: a refresh publishing meanwhile put the
+        # replaced query's rows under the new query, and the state tables the replace
+        # dropped were gone from under a refresh reading them (helper-32)
+        lease = self.registry.refresher.locks.acquire(existing.dt_id)
+        assert lease is not None  # waited for
+        with lease:
+            table, now = self.registry.load(name)
+            if now is None or now.dt_id != existing.dt_id:
+                raise ChangedMeanwhileError(
+                    f"dynamic table {name} was dropped or recreated while CREATE OR REPLACE "
+                    "waited for its refresh to end; nothing was changed. Run the statement again"
+                )
+            return self._create(stmt, name, table, now)
+
+    def _create(
+        self,
+        stmt: CreateDynamicTable,
+        name: TableName,
+        table: IcebergTable | None,
+        existing: DynamicTableDef | None,
+    ) -> DataFrame:
+        """CREATE, or the replace of ``existing`` (loaded under its lease)."""
         otherwise = reads_sql_otherwise(self.spark)
         if otherwise is not None:
             key, value = otherwise
@@ -277,7 +302,8 @@ class Commands:
             )
             table.set_properties(
                 {
-                    **keep.to_properties(),
+                    # the options changed alone: an ALTER landing meanwhile keeps its own
+                    **keep.properties_changed(existing),
                     **_retention_properties(keep.retention_days),
                     **({"comment": stmt.comment} if stmt.comment else {}),
                 }
@@ -551,7 +577,11 @@ class Commands:
     def refresh(self, stmt: RefreshDynamicTable) -> DataFrame:
         table, dt = self.registry.load(stmt.name)
         if table is None or dt is None:
-            dt = self.registry.get(stmt.name)  # raises the right "not found" / "not dynamic" error
+            self.registry.get(stmt.name)  # raises the right "not found" / "not dynamic" error
+            raise ChangedMeanwhileError(
+                f"dynamic table {self.lh.qualify(stmt.name)} was created while ALTER ran; "
+                "run it again"
+            )
         out = self.registry.refresher.refresh(dt, MANUAL, table=table, force_full=stmt.full)
         return rows_frame(
             self.spark,
@@ -778,9 +808,13 @@ class Commands:
         return self._ok()
 
     def alter(self, stmt: AlterDynamicTable) -> DataFrame:
-        dt = self.registry.get(stmt.name)
-        table = load_table(self.spark, dt.name)
-        assert table is not None
+        table, dt = self.registry.load(stmt.name)
+        if table is None or dt is None:
+            self.registry.get(stmt.name)  # raises the right "not found" / "not dynamic" error
+            raise ChangedMeanwhileError(
+                f"dynamic table {self.lh.qualify(stmt.name)} was created while ALTER ran; "
+                "run it again"
+            )
         if stmt.action == "SUSPEND":
             updated = dt.with_options(state=SUSPENDED, suspended_reason="suspended by user")
         elif stmt.action == "RESUME":
@@ -793,7 +827,9 @@ class Commands:
             updated = dt.with_options(refresh_mode=stmt.refresh_mode)
             columns = [f.name for f in self.spark.table(dt.name.sql()).schema.fields]
             self.registry.planner.compile_for_create(updated, columns)
-        table.set_properties(updated.to_properties())
+        # the options changed, alone; a refresh mode over the query it was checked against
+        check = _still(dt, "ALTER", query_too=updated.refresh_mode != dt.refresh_mode)
+        table.set_properties(updated.properties_changed(dt), check=check)
         return self._ok()
 
     def set_properties(self, stmt: SetTableProperties) -> DataFrame:
@@ -826,6 +862,22 @@ class Commands:
 # with the refresh state: with it off, a refresh committed at once, and every later
 # refresh took the table for changed outside (FULL, TABLE_CHANGED; helper-20)
 _STAGING = {"write.wap.enabled"}
+
+
+def _still(dt: DynamicTableDef, statement: str, query_too: bool) -> CommitCheck:
+    """A commit of ``statement``'s options lands only on the table it read, not on one
+    dropped and recreated meanwhile; ``query_too``: only over the query it read (a
+    REFRESH_MODE is checked against the query)."""
+
+    def check(props: Mapping[str, str], _current: int | None) -> None:
+        now = DynamicTableDef.from_properties(dt.name, props)
+        if now is None or now.dt_id != dt.dt_id or (query_too and now.query != dt.query):
+            raise ChangedMeanwhileError(
+                f"dynamic table {dt.name} was dropped, recreated or replaced while "
+                f"{statement} ran; nothing was changed. Run it again"
+            )
+
+    return check
 
 
 def _retention_properties(days: int) -> dict[str, str]:

@@ -101,6 +101,13 @@ class RefreshConflictError(DynTablesError):
     code = "DT_REFRESH_IN_PROGRESS"
 
 
+class ChangedMeanwhileError(DynTablesError):
+    """A statement found the dynamic table other than it read it: dropped, recreated or
+    replaced by another statement while this one ran."""
+
+    code = "DT_CHANGED_MEANWHILE"
+
+
 class UndropError(DynTablesError):
     code = "DT_UNDROP"
 

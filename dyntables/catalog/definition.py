@@ -200,6 +200,13 @@ class DynamicTableDef:
     def with_options(self, **changes: object) -> DynamicTableDef:
         return replace(self, **changes)  # type: ignore[arg-type]
 
+    def properties_changed(self, before: DynamicTableDef) -> dict[str, str]:
+        """The properties in which this definition differs from ``before``, to be written
+        alone: written whole, an ALTER put back the query it had read over the one a
+        CREATE OR REPLACE had committed meanwhile (helper-32)."""
+        old = before.to_properties()
+        return {k: v for k, v in self.to_properties().items() if old.get(k) != v}
+
     def to_properties(self) -> dict[str, str]:
         props = {
             PREFIX + "kind": KIND,

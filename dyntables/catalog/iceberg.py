@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,13 @@ from typing import Any
 from dyntables.catalog.definition import SourceVersion
 from dyntables.engine.jvm import java_class
 from dyntables.sql.tokens import TableName
+
+# a commit's precondition (see IcebergTable.publish): the table's properties and current
+# snapshot id as the commit finds them; it raises to stop the commit
+CommitCheck = Callable[[Mapping[str, str], "int | None"], None]
+# commits refused because another landed first, tried again on top of it (Iceberg's own
+# default is 4 retries)
+COMMIT_ATTEMPTS = 10
 
 
 class _Summary(Mapping[str, str]):
@@ -85,8 +93,7 @@ class IcebergTable:
         """All properties in one py4j round trip (as JSON), not one per entry; read once
         per loaded table (this object's own commits forget the copy)."""
         if self._properties is None:
-            mapper = java_class(self.spark, "org.apache.iceberg.util.JsonUtil").mapper()
-            self._properties = dict(json.loads(mapper.writeValueAsString(self._t.properties())))
+            self._properties = _properties(self.spark, self._t.properties())
         return dict(self._properties)
 
     def current_snapshot(self) -> SnapshotInfo | None:
@@ -369,34 +376,87 @@ class IcebergTable:
         return int(value) if value is not None else None
 
     # -- commits -------------------------------------------------------------------------
-    def set_properties(self, props: Mapping[str, str], remove: Iterable[str] = ()) -> None:
-        self._properties = None
-        update = self._t.updateProperties()
-        for key, value in props.items():
-            update = update.set(key, value)
-        for key in remove:
-            update = update.remove(key)
-        update.commit()
+    def set_properties(
+        self,
+        props: Mapping[str, str],
+        remove: Iterable[str] = (),
+        check: CommitCheck | None = None,
+    ) -> None:
+        """Set ``props`` and remove ``remove``, the other properties as they are when the
+        commit lands; ``check``: see :meth:`publish`."""
+        self._commit(None, props, tuple(remove), check)
 
-    def publish(self, snapshot_id: int | None, props: Mapping[str, str]) -> None:
+    def publish(
+        self, snapshot_id: int | None, props: Mapping[str, str], check: CommitCheck | None = None
+    ) -> None:
         """Make ``snapshot_id`` current and set ``props`` in ONE metadata commit.
 
         This is the refresh's commit point: the data and the source snapshots it reflects
-        become visible together or not at all.
+        become visible together or not at all. ``check`` is asked of the table as the
+        commit finds it (its properties and current snapshot, this object showing that
+        metadata meanwhile) and raises to commit nothing. Iceberg's own transaction
+        re-applies a change on top of whatever another writer committed meanwhile, checking
+        nothing: a refresh published the rows of a query that a CREATE OR REPLACE had
+        just replaced (helper-32).
         """
+        self._commit(snapshot_id, props, (), check)
+
+    def _commit(
+        self,
+        snapshot_id: int | None,
+        props: Mapping[str, str],
+        remove: tuple[str, ...],
+        check: CommitCheck | None,
+    ) -> None:
+        """One compare-and-swap of the table's metadata, from the metadata as it is now:
+        Iceberg refuses it if another commit landed since, and it is tried again on top
+        of that one, checked again."""
         self._properties = None
-        txn = self._t.newTransaction()
-        if snapshot_id is not None and snapshot_id != self.current_snapshot_id():
-            txn.manageSnapshots().setCurrentSnapshot(snapshot_id).commit()
-        update = txn.updateProperties()
+        ops = self._t.operations()
+        builder_class = java_class(self.spark, "org.apache.iceberg.TableMetadata")
+        jprops = java_class(self.spark, "java.util.HashMap")()
         for key, value in props.items():
-            update = update.set(key, value)
-        update.commit()
-        txn.commitTransaction()
+            jprops.put(key, value)
+        jremove = java_class(self.spark, "java.util.HashSet")()
+        for key in remove:
+            jremove.add(key)
+        for attempt in range(COMMIT_ATTEMPTS):
+            base = ops.refresh()
+            current = base.currentSnapshot()
+            current_id = int(current.snapshotId()) if current is not None else None
+            if check is not None:
+                check(_properties(self.spark, base.properties()), current_id)
+            builder = builder_class.buildFrom(base)
+            if snapshot_id is not None and snapshot_id != current_id:
+                builder.setBranchSnapshot(snapshot_id, "main")
+            if props:
+                builder.setProperties(jprops)
+            if remove:
+                builder.removeProperties(jremove)
+            try:
+                ops.commit(base, builder.build())
+                return
+            except Exception as exc:
+                if not _commit_failed(exc) or attempt == COMMIT_ATTEMPTS - 1:
+                    raise
+            time.sleep(min(1.0, 0.05 * 2**attempt))
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def rollback_to(self, snapshot_id: int) -> None:
         self._properties = None
         self._t.manageSnapshots().setCurrentSnapshot(snapshot_id).commit()
+
+
+def _properties(spark: Any, jmap: Any) -> dict[str, str]:
+    """A Java map of properties in one py4j round trip (as JSON), not one per entry."""
+    mapper = java_class(spark, "org.apache.iceberg.util.JsonUtil").mapper()
+    return dict(json.loads(mapper.writeValueAsString(jmap)))
+
+
+def _commit_failed(exc: BaseException) -> bool:
+    """Whether Iceberg refused a commit because another one landed first."""
+    java = getattr(exc, "java_exception", None)
+    return java is not None and "CommitFailedException" in str(java.getClass().getName())
 
 
 def _snapshot(snap: Any) -> SnapshotInfo:

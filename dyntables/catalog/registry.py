@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from dyntables.catalog.definition import ACTIVE, SUSPENDED, DynamicTableDef
@@ -71,9 +71,18 @@ class Registry:
         table, current = self.load(name)
         if table is None or current is None or current.state != ACTIVE:
             return False
-        table.set_properties(
-            current.with_options(state=SUSPENDED, suspended_reason=reason).to_properties()
-        )
+        suspended = current.with_options(state=SUSPENDED, suspended_reason=reason)
+
+        def still_active(props: Mapping[str, str], _current: int | None) -> None:
+            now = DynamicTableDef.from_properties(current.name, props)
+            if now is None or now.dt_id != current.dt_id or now.state != ACTIVE:
+                raise _NotSuspended
+
+        try:
+            # the state alone: the whole definition put back a query replaced meanwhile
+            table.set_properties(suspended.properties_changed(current), check=still_active)
+        except _NotSuspended:
+            return False
         return True
 
     def find(self, name: TableName) -> DynamicTableDef | None:
@@ -109,6 +118,10 @@ class Registry:
         """The catalog's namespaces, by name (SHOW NAMESPACES back-quotes ``my-ns``)."""
         rows = self.spark.sql(f"SHOW NAMESPACES IN {back_quoted(self.catalog)}").collect()
         return [namespace_shown(r[0]) for r in rows]
+
+
+class _NotSuspended(Exception):
+    """The table a suspension was for is gone, or no longer ACTIVE."""
 
 
 # the Spark setting naming a folder all processes share for leases and the history

@@ -12,13 +12,13 @@ process dies before it does.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from dyntables.catalog.definition import PREFIX, DynamicTableDef, RefreshState, SourceVersion
-from dyntables.catalog.iceberg import IcebergTable, SnapshotInfo, load_table
+from dyntables.catalog.iceberg import CommitCheck, IcebergTable, SnapshotInfo, load_table
 from dyntables.engine.errors import refresh_hint, summary
 from dyntables.engine.metrics import input_rows
 from dyntables.errors import DynTablesError, RefreshConflictError, RefreshFailedError
@@ -213,7 +213,7 @@ class Refresher:
                         previous.state_tables,
                         table.current_snapshot_id(),
                     )
-                    table.publish(None, state.to_properties())
+                    table.publish(None, state.to_properties(), _as_found(table, dt, previous))
                     return self._no_data(
                         dt, trigger, started, t0, job_id, None, {"compacted": ", ".join(compacted)}
                     )
@@ -282,7 +282,12 @@ class Refresher:
                 _succeeded(dt, mode, result, t0, job_id, reason),
                 {**stats, "note": LOST_NOTE},
             )
-            _publish(staged, snapshot, {**state.to_properties(), RECORD: record_text(ending)})
+            _publish(
+                staged,
+                snapshot,
+                {**state.to_properties(), RECORD: record_text(ending)},
+                _as_found(staged, dt, previous, snapshot.parent_id if snapshot else None),
+            )
             published = True
             faults.reach("after_publish")
             self._drop_obsolete(previous, result)
@@ -521,12 +526,16 @@ def _succeeded(
     )
 
 
-def _publish(table: IcebergTable, snapshot: SnapshotInfo | None, props: dict[str, str]) -> None:
+def _publish(
+    table: IcebergTable, snapshot: SnapshotInfo | None, props: dict[str, str], check: CommitCheck
+) -> None:
     """The refresh's commit point. Its write is staged off the main branch until now, so
     an ``expire_snapshots`` run in the meantime can remove it with its files; Iceberg
-    then says only "Cannot roll back to unknown snapshot id" (helper-23)."""
+    then says only that the snapshot is unknown (helper-23)."""
     try:
-        table.publish(snapshot.snapshot_id if snapshot else None, props)
+        table.publish(snapshot.snapshot_id if snapshot else None, props, check)
+    except DynTablesError:
+        raise
     except Exception:
         now = load_table(table.spark, table.name)
         if snapshot is None or now is None or now.snapshot(snapshot.snapshot_id) is not None:
@@ -536,6 +545,36 @@ def _publish(table: IcebergTable, snapshot: SnapshotInfo | None, props: dict[str
             "before it was published (expire_snapshots ran during the refresh); nothing was "
             "published. Refresh it again"
         ) from None
+
+
+def _as_found(
+    table: IcebergTable,
+    dt: DynamicTableDef,
+    previous: RefreshState | None,
+    parent: int | None = None,
+) -> CommitCheck:
+    """A refresh's publish commits only over the table as the refresh found it: the
+    refresh state it started from (a CREATE OR REPLACE writes another, and so does a
+    refresh in a process that took this one's lease over as stale) and, when it
+    publishes a snapshot, no row written since that snapshot's ``parent``. The checks
+    before the publish ran a moment earlier, and Iceberg re-applied the publish over
+    whatever had landed since: the rows of a replaced query were published under the new
+    one, and no later refresh noticed (helper-32)."""
+    started_from = previous.refresh_id if previous is not None else None
+
+    def check(props: Mapping[str, str], current: int | None) -> None:
+        found = RefreshState.from_properties(props)
+        if (found.refresh_id if found is not None else None) != started_from:
+            raise RefreshConflictError(
+                f"dynamic table {dt.name} was replaced, or refreshed by another process, "
+                "while this refresh ran; nothing was published. Refresh it again"
+            )
+        if parent is not None and _written_between(table, current, parent):
+            raise RefreshConflictError(
+                f"dynamic table {dt.name} changed while it was being refreshed; the refresh was discarded"
+            )
+
+    return check
 
 
 def _changed_outside(table: IcebergTable, previous: RefreshState) -> bool:

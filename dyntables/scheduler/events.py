@@ -17,7 +17,7 @@ from dyntables.refresh.history import NO_DATA
 REFRESHED = "refresh"  # a refresh succeeded (INCREMENTAL, FULL or NO_DATA)
 FAILED = "failed"  # a refresh failed (recorded FAILED in history by the runner)
 SKIPPED = "skipped"  # not run this cycle: an upstream failed or is busy elsewhere
-BUSY = "busy"  # another process holds this table's refresh lease
+BUSY = "busy"  # a refresh outside this scheduler holds this table's refresh lease
 BACKLOG = "backlog"  # the refresh takes longer than the interval
 SUSPENDED = "suspended"  # suspended after too many consecutive failures
 ERROR = "error"  # the scheduler itself could not plan (e.g. catalog unreachable)

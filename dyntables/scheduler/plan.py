@@ -44,7 +44,7 @@ PENDING = "PENDING"
 RUNNING = "RUNNING"
 SUCCEEDED = "SUCCEEDED"
 FAILED = "FAILED"
-BUSY = "BUSY"  # another process holds the table's refresh lease
+BUSY = "BUSY"  # a refresh outside this scheduler holds the table's refresh lease
 NOT_RUN = "NOT_RUN"  # found suspended or dropped just before it was to run
 SKIPPED = "SKIPPED"  # an upstream in the same cycle failed
 FINISHED = frozenset({SUCCEEDED, FAILED, BUSY, NOT_RUN, SKIPPED})
@@ -116,7 +116,8 @@ class Skip:
     def message(self) -> str:
         if self.upstream_state == FAILED:
             return f"skipped: upstream {self.upstream} failed"
-        return f"skipped: upstream {self.upstream} is being refreshed by another process"
+        # its lease is held by a REFRESH of this process or by another process
+        return f"skipped: upstream {self.upstream} is being refreshed outside this scheduler"
 
 
 class Cycle:
