@@ -573,15 +573,20 @@ class Commands:
             ]
         )
 
+    def _load_dynamic(self, name: TableName) -> tuple[IcebergTable, DynamicTableDef]:
+        """The dynamic table ``name`` and its definition, read together in one load."""
+        table, dt = self.registry.load(name)
+        if table is None or dt is None:
+            self.registry.get(name)  # raises the right "not found" / "not dynamic" error
+            raise ChangedMeanwhileError(
+                f"dynamic table {self.lh.qualify(name)} was created just now; run the "
+                "statement again"
+            )
+        return table, dt
+
     # -- REFRESH -----------------------------------------------------------------------
     def refresh(self, stmt: RefreshDynamicTable) -> DataFrame:
-        table, dt = self.registry.load(stmt.name)
-        if table is None or dt is None:
-            self.registry.get(stmt.name)  # raises the right "not found" / "not dynamic" error
-            raise ChangedMeanwhileError(
-                f"dynamic table {self.lh.qualify(stmt.name)} was created while ALTER ran; "
-                "run it again"
-            )
+        table, dt = self._load_dynamic(stmt.name)
         out = self.registry.refresher.refresh(dt, MANUAL, table=table, force_full=stmt.full)
         return rows_frame(
             self.spark,
@@ -808,13 +813,7 @@ class Commands:
         return self._ok()
 
     def alter(self, stmt: AlterDynamicTable) -> DataFrame:
-        table, dt = self.registry.load(stmt.name)
-        if table is None or dt is None:
-            self.registry.get(stmt.name)  # raises the right "not found" / "not dynamic" error
-            raise ChangedMeanwhileError(
-                f"dynamic table {self.lh.qualify(stmt.name)} was created while ALTER ran; "
-                "run it again"
-            )
+        table, dt = self._load_dynamic(stmt.name)
         if stmt.action == "SUSPEND":
             updated = dt.with_options(state=SUSPENDED, suspended_reason="suspended by user")
         elif stmt.action == "RESUME":
