@@ -827,7 +827,7 @@ class Commands:
             columns = [f.name for f in self.spark.table(dt.name.sql()).schema.fields]
             self.registry.planner.compile_for_create(updated, columns)
         # the options changed, alone; a refresh mode over the query it was checked against
-        check = _still(dt, "ALTER", query_too=updated.refresh_mode != dt.refresh_mode)
+        check = _still(dt, query_too=updated.refresh_mode != dt.refresh_mode)
         table.set_properties(updated.properties_changed(dt), check=check)
         return self._ok()
 
@@ -863,17 +863,17 @@ class Commands:
 _STAGING = {"write.wap.enabled"}
 
 
-def _still(dt: DynamicTableDef, statement: str, query_too: bool) -> CommitCheck:
-    """A commit of ``statement``'s options lands only on the table it read, not on one
-    dropped and recreated meanwhile; ``query_too``: only over the query it read (a
-    REFRESH_MODE is checked against the query)."""
+def _still(dt: DynamicTableDef, query_too: bool) -> CommitCheck:
+    """An ALTER's commit lands only on the table it read, not on one dropped and
+    recreated meanwhile; ``query_too``: only over the query it read (a REFRESH_MODE is
+    checked against the query)."""
 
     def check(props: Mapping[str, str], _current: int | None) -> None:
         now = DynamicTableDef.from_properties(dt.name, props)
         if now is None or now.dt_id != dt.dt_id or (query_too and now.query != dt.query):
             raise ChangedMeanwhileError(
                 f"dynamic table {dt.name} was dropped, recreated or replaced while "
-                f"{statement} ran; nothing was changed. Run it again"
+                "ALTER ran; nothing was changed. Run it again"
             )
 
     return check

@@ -253,9 +253,7 @@ class Refresher:
                 snapshot.parent_id != staged.current_snapshot_id()
                 or _written_between(staged, snapshot.parent_id, table.current_snapshot_id())
             ):
-                raise RefreshConflictError(
-                    f"dynamic table {dt.name} changed while it was being refreshed; the refresh was discarded"
-                )
+                raise _written_meanwhile(dt)
             # nothing published: the table is as the refresh found it (a commit since is
             # someone else's, for the next refresh to notice)
             own = snapshot.snapshot_id if snapshot else table.current_snapshot_id()
@@ -570,11 +568,16 @@ def _as_found(
                 "while this refresh ran; nothing was published. Refresh it again"
             )
         if parent is not None and _written_between(table, current, parent):
-            raise RefreshConflictError(
-                f"dynamic table {dt.name} changed while it was being refreshed; the refresh was discarded"
-            )
+            raise _written_meanwhile(dt)
 
     return check
+
+
+def _written_meanwhile(dt: DynamicTableDef) -> RefreshConflictError:
+    """Found before the publish, or by its commit's check: the same error."""
+    return RefreshConflictError(
+        f"dynamic table {dt.name} changed while it was being refreshed; the refresh was discarded"
+    )
 
 
 def _changed_outside(table: IcebergTable, previous: RefreshState) -> bool:
