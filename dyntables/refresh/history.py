@@ -216,6 +216,11 @@ class History:
             yield
 
     def _insert(self, records: Sequence[HistoryRecord], skip_present: bool = False) -> None:
+        if skip_present:
+            # one row per refresh, also within a batch: a paused holder taken over as
+            # stale records its row after the process that took over has recorded it
+            # from the commit (runner._record_lost); the later-written row is kept
+            records = list({(r.job_id, r.state): r for r in records}.values())
         types = {"start_time": "timestamp", "end_time": "timestamp", "duration_ms": "bigint"}
         columns = [(f.name, types.get(f.name, "string")) for f in fields(HistoryRecord)]
         rows = values_sql(columns, [astuple(r) for r in records])

@@ -60,6 +60,11 @@ class Lease:
             except Exception:
                 pass
 
+    def held(self) -> bool:
+        """Whether the lease is still this holder's: not once another process took it
+        over as stale while this one was paused (one small file read)."""
+        return self.path is None or self._locks._holds(self.path, self.token)
+
     def release(self) -> None:
         self._stop.set()
         if self._thread is not None:

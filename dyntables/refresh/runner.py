@@ -21,7 +21,13 @@ from dyntables.catalog.definition import PREFIX, DynamicTableDef, RefreshState, 
 from dyntables.catalog.iceberg import CommitCheck, IcebergTable, SnapshotInfo, load_table
 from dyntables.engine.errors import refresh_hint, summary
 from dyntables.engine.metrics import input_rows
-from dyntables.errors import DynTablesError, RefreshConflictError, RefreshFailedError
+from dyntables.errors import (
+    ChangedMeanwhileError,
+    DynTablesError,
+    RefreshConflictError,
+    RefreshFailedError,
+    TableNotFoundError,
+)
 from dyntables.refresh import faults
 from dyntables.refresh.changes import compacted_only, reads_file_metadata
 from dyntables.refresh.compaction import compact_if_fragmented
@@ -40,7 +46,7 @@ from dyntables.refresh.history import (
     stats_json,
 )
 from dyntables.refresh.ids import new_job_id, now_ms
-from dyntables.refresh.locks import RefreshLocks
+from dyntables.refresh.locks import Lease, RefreshLocks
 from dyntables.refresh.planner import TABLE_CHANGED
 from dyntables.refresh.retention import maintain
 from dyntables.refresh.sessions import (
@@ -142,7 +148,7 @@ class Refresher:
         with lease, thread_properties_kept(self.spark.sparkContext):
             if lease.taken_over:
                 self._record_lost(dt)
-            return self._refresh_locked(dt, trigger, force_full, suspends_if_failed)
+            return self._refresh_locked(dt, trigger, force_full, suspends_if_failed, lease)
 
     def _no_data_without_lease(
         self, dt: DynamicTableDef, trigger: str, table: IcebergTable | None = None
@@ -169,15 +175,21 @@ class Refresher:
 
     # -- the steps -----------------------------------------------------------------------
     def _refresh_locked(
-        self, dt: DynamicTableDef, trigger: str, force_full: bool, suspends: str | None
+        self,
+        dt: DynamicTableDef,
+        trigger: str,
+        force_full: bool,
+        suspends: str | None,
+        lease: Lease,
     ) -> RefreshOutcome:
         started = datetime.now(UTC)
         t0 = time.monotonic()
         job_id = new_job_id()
         table = load_table(self.spark, dt.name)
-        if table is None:
-            raise DynTablesError(
-                f"dynamic table {dt.name} has no table behind it; drop and recreate it"
+        if table is None:  # the caller found it: dropped while the lease was waited for
+            raise TableNotFoundError(
+                f"dynamic table {dt.name} was dropped before this refresh could start; "
+                "nothing was refreshed"
             )
         properties = table.properties()
         dt = DynamicTableDef.from_properties(dt.name, properties) or dt
@@ -289,7 +301,11 @@ class Refresher:
             published = True
             faults.reach("after_publish")
             self._drop_obsolete(previous, result)
-            self._maintain(dt, staged, state, stats, session)
+            if lease.held():
+                self._maintain(dt, staged, state, stats, session)
+            else:  # paused past the lease: its new holder may have staged a snapshot
+                stats["maintenance"] = "skipped: the refresh lease was taken over meanwhile"
+
             outcome = _succeeded(dt, mode, result, t0, job_id, reason)
             self.history.append([self._row(dt, trigger, started, outcome, stats)])
             return outcome
@@ -301,8 +317,13 @@ class Refresher:
                 # dropped while it was read: Iceberg says only that a file is missing
                 # (helper-26); the same as a source dropped before the refresh
                 return self._no_data(dt, trigger, started, t0, job_id, _dropped(gone))
-            message = exc.one_line() if isinstance(exc, DynTablesError) else summary(exc)
-            message = " ".join(message.split())[:2000] + refresh_hint(exc)
+            said: Exception = exc
+            if not published and not isinstance(exc, DynTablesError | faults.InjectedFault):
+                # Iceberg's or Spark's word for a table dropped under a paused refresh is
+                # a missing file or a column count (helper-33)
+                said = self._dropped_meanwhile(dt) or exc
+            message = said.one_line() if isinstance(said, DynTablesError) else summary(said)
+            message = " ".join(message.split())[:2000] + refresh_hint(said)
             outcome = RefreshOutcome(
                 str(dt.name),
                 FAILED,
@@ -323,11 +344,11 @@ class Refresher:
                 pass
             if isinstance(exc, faults.InjectedFault):
                 raise
-            if isinstance(exc, DynTablesError):  # its own code, said once
+            if isinstance(said, DynTablesError):  # its own code, said once
                 failure = RefreshFailedError(
-                    f"refresh of {dt.name} failed: {' '.join(exc.message.split())[:2000]}"
+                    f"refresh of {dt.name} failed: {' '.join(said.message.split())[:2000]}"
                 )
-                failure.code = exc.code
+                failure.code = said.code
             else:
                 failure = RefreshFailedError(f"refresh of {dt.name} failed: {message}")
             failure.suspended_reason = suspended
@@ -345,6 +366,23 @@ class Refresher:
             return full if self.registry.suspend(dt.name, full) else None
         except Exception:
             return None
+
+    def _dropped_meanwhile(self, dt: DynamicTableDef) -> DynTablesError | None:
+        """The error to report when ``dt`` was dropped (and perhaps created again)
+        while it was being refreshed: possible only past its lease, by a process that
+        took the lease over as stale."""
+        try:
+            now = load_table(self.spark, dt.name)
+            found = DynamicTableDef.from_properties(dt.name, now.properties()) if now else None
+        except Exception:
+            return None
+        if found is not None and found.dt_id == dt.dt_id:
+            return None
+        again = "" if now is None else " and created again"
+        return ChangedMeanwhileError(
+            f"dynamic table {dt.name} was dropped{again} while it was being refreshed; "
+            "nothing was published"
+        )
 
     def _dropped_source(self, dt: DynamicTableDef, exc: Exception) -> TableName | None:
         """A source of ``dt`` that no longer exists, after a refresh failed with ``exc``."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -126,3 +127,20 @@ def test_a_refresh_that_committed_stays_succeeded_when_the_journal_cannot_move(
         ("SUCCEED", "FULL"),
         ("SUCCEED", "INCREMENTAL"),
     ]
+
+
+def test_a_refresh_recorded_twice_in_one_batch_is_one_row(lh: Lakehouse, unique) -> None:
+    """A holder paused past its lease records its row after the process that took the
+    lease over recorded it from the commit (helper-33): both rows in one journal."""
+    name = unique("twice")
+    history = lh.commands.registry.history
+    history.flush()
+    first, again = _record(f"{name}-1", name), _record(f"{name}-1", name)
+    again = replace(again, stats='{"rows_inserted":"0","maintenance":"done"}')
+    history.append([first])
+    history.append([again])
+    history.append([_record(f"{name}-2", name)])
+    assert history.flush() == 3
+    shown = lh.sql(f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{name}'").collect()
+    assert sorted(r.job_id for r in shown) == [f"{name}-1", f"{name}-2"]
+    assert "maintenance" in next(r.stats for r in shown if r.job_id == f"{name}-1")
