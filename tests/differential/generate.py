@@ -1105,10 +1105,15 @@ class QueryGen:
     ) -> tuple[str, str, bool, str]:
         """(SQL, type, exact, tag) of one deterministic window function. Functions that
         depend on the order among tied rows are ordered by every output column, so tied
-        rows are identical and the multiset of results is determined."""
+        rows are identical and the multiset of results is determined. Then by every other
+        column in scope: a second window function can tell tied rows apart by a column
+        the output does not show (seed 490363: DENSE_RANK by a date beside NTILE)."""
         ch = self.ch
         part = "" if chance(ch, 0.15) else f"PARTITION BY {self.key_of(rel.scope).sql} "
-        full = "ORDER BY " + ", ".join(f"{e} {pick(ch, ['ASC', 'DESC'])}" for e in exprs)
+        full = "ORDER BY " + ", ".join(
+            [f"{e} {pick(ch, ['ASC', 'DESC'])}" for e in exprs]
+            + [r.sql for r in rel.scope if r.type in (*ORDERABLE, ST) and r.sql not in exprs]
+        )
         numeric = [
             (e, c)
             for e, c in zip(exprs, cols, strict=True)
