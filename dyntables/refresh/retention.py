@@ -98,8 +98,9 @@ def maintain(
 
 
 def _expire_unpublished(table: IcebergTable) -> int:
-    """Snapshots staged under a ``wap.id`` that never became current: a refresh whose
-    rewrite changed nothing (not published), one that failed or was killed. Under the
+    """Snapshots staged under a ``wap.id`` that never became current (in no ancestry, ref
+    or snapshot log): a refresh whose rewrite changed nothing (not published), one that
+    failed or was killed. Under the
     table's lease no other refresh is staging, so none of them can still be published;
     kept, they (and their data files) stayed until the retention period, uncounted by
     SNAPSHOTS_MAX (which counts the main lineage), and without end on a table whose main
@@ -112,6 +113,10 @@ def _expire_unpublished(table: IcebergTable) -> int:
     util = java_class(table.spark, "org.apache.iceberg.util.SnapshotUtil")
     lineage = {int(i) for i in re.findall(r"-?\d+", str(util.currentAncestorIds(table._t)))}
     lineage |= {int(ref.snapshotId()) for ref in table._t.refs().values()}
+    # once current, so published: a replaced query's refreshes are off the main lineage
+    # but keep the retention period for time travel (helper-33)
+    log = str(table._t.history().toString())
+    lineage |= {int(i) for i in re.findall(r"snapshotId=(-?\d+)", log)}
     jlist = table._t.snapshots()
     snapshots = (jlist.get(i) for i in range(jlist.size()))
     staged = [

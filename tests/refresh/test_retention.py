@@ -166,6 +166,47 @@ def test_a_table_refreshed_often_keeps_at_most_snapshots_max(
     assert lh.sql(f"SELECT count(*) FROM {up}").first()[0] == 13
 
 
+def test_a_replaced_querys_published_snapshots_stay_for_the_retention_period(
+    lh: Lakehouse, unique, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After CREATE OR REPLACE with a new query, the old query's refreshes are off the
+    main lineage but were published (the snapshot log lists them): time travel to them
+    keeps the retention period. They were expired with the unpublished writes (helper-33)."""
+    monkeypatch.setattr(retention, "UNPUBLISHED_SLACK", 3)
+    src, dt = unique("src"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (id BIGINT, status STRING, amount INT);
+        INSERT INTO {src} VALUES (1, 'completed', 10), (2, 'pending', 20);
+        CREATE DYNAMIC TABLE {dt} AS SELECT id, amount FROM {src}
+        """
+    )
+    for i in range(3):
+        lh.sql(f"INSERT INTO {src} VALUES ({10 + i}, 'completed', {i})")
+        assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
+    table = load_table(lh.spark, lh.qualify(dt))
+    assert table is not None
+    replaced = {s.snapshot_id: s.wap_id for s in table.snapshots()}
+    assert sum(1 for wap_id in replaced.values() if wap_id) == 3
+    lh.sql(
+        f"CREATE OR REPLACE DYNAMIC TABLE {dt} AS "
+        f"SELECT id, amount FROM {src} WHERE status = 'completed'"
+    )
+    for _ in range(7):  # staged, never published: expired once three more than the log
+        lh.sql(f"UPDATE {src} SET amount = amount + 1 WHERE id = 2")
+        lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
+    table = load_table(lh.spark, lh.qualify(dt))
+    assert table is not None
+    kept = {s.snapshot_id for s in table.snapshots()}
+    assert set(replaced) <= kept
+    unpublished = [s for s in table.snapshots() if s.wap_id and s.snapshot_id not in replaced]
+    assert len(unpublished) < 3, unpublished
+    first = next(iter(replaced))
+    old_rows = lh.sql(f"SELECT count(*) FROM {dt} VERSION AS OF {first}").first()[0]
+    assert old_rows > 0
+    assert_oracle(lh, dt)
+
+
 def test_writes_never_published_do_not_stay(
     lh: Lakehouse, unique, monkeypatch: pytest.MonkeyPatch
 ) -> None:
