@@ -305,7 +305,6 @@ class Refresher:
                 self._maintain(dt, staged, state, stats, session)
             else:  # paused past the lease: its new holder may have staged a snapshot
                 stats["maintenance"] = "skipped: the refresh lease was taken over meanwhile"
-
             outcome = _succeeded(dt, mode, result, t0, job_id, reason)
             self.history.append([self._row(dt, trigger, started, outcome, stats)])
             return outcome
