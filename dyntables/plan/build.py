@@ -978,7 +978,7 @@ class _Builder:
         differ = subquery.keys_differ(pairs, by_value=True)
         if differ is not None:
             raise NotIncremental("KEY_TYPES", operator, differ)
-        if any(y.type is not None and y.type.this == exp.DataType.Type.NULL for _, y in pairs):
+        if _untyped_column(pairs, len(values)):
             raise NotIncremental(  # kept as a key, a column of no type cannot be stored
                 "KEY_TYPES",
                 operator,
@@ -1482,6 +1482,18 @@ def _name_values_columns(tree: exp.Expr) -> None:
             alias = exp.TableAlias(this=exp.to_identifier(name))
         alias.set("columns", [exp.to_identifier(c) for c in _values_names(values)])
         values.set("alias", alias)
+
+
+def _untyped_column(pairs: list[tuple[exp.Expr, exp.Expr]], width: int) -> bool:
+    """Whether a column of an IN's subquery is NULL in every branch: one branch of a
+    set operation that is a bare ``SELECT NULL`` takes the other branches' type, as the
+    union's column does in Spark (helper-31)."""
+    return any(
+        all(
+            y.type is not None and y.type.this == exp.DataType.Type.NULL for _, y in pairs[i::width]
+        )
+        for i in range(width)
+    )
 
 
 def _correlated(query: exp.Expr, scope: Scope) -> bool:
