@@ -32,11 +32,12 @@ def _state_table(lh: Lakehouse, dt: str) -> str:
 
 
 def _metadata_version(lh: Lakehouse, table: str) -> int:
-    """N of the table's current vN.metadata.json: one more per Iceberg commit."""
+    """N of the table's current metadata file, one more per Iceberg commit: vN.metadata.json
+    on a Hadoop catalog, N-<uuid>.metadata.json on the others (DYNTABLES_TEST_JDBC)."""
     path = lh.sql(
         f"SELECT file FROM public.{table}.metadata_log_entries ORDER BY timestamp DESC LIMIT 1"
     ).first()[0]
-    match = re.search(r"v(\d+)\.metadata\.json$", path)
+    match = re.search(r"/v?(\d+)(?:-[0-9a-f-]+)?\.metadata\.json$", path)
     assert match is not None, path
     return int(match.group(1))
 
