@@ -167,6 +167,20 @@ def test_a_table_refreshed_often_keeps_at_most_snapshots_max(
     assert lh.sql(f"SELECT count(*) FROM {up}").first()[0] == 13
 
 
+COMPLETED = "SELECT id, amount FROM {src} WHERE status = 'completed'"
+
+
+def _statuses(lh: Lakehouse, src: str, create: str) -> None:
+    """A source of one completed and one pending row, and ``create`` over it."""
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (id BIGINT, status STRING, amount INT);
+        INSERT INTO {src} VALUES (1, 'completed', 10), (2, 'pending', 20);
+        {create}
+        """
+    )
+
+
 def test_a_replaced_querys_published_snapshots_stay_for_the_retention_period(
     lh: Lakehouse, unique, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -175,13 +189,7 @@ def test_a_replaced_querys_published_snapshots_stay_for_the_retention_period(
     keeps the retention period. They were expired with the unpublished writes (helper-33)."""
     monkeypatch.setattr(retention, "UNPUBLISHED_SLACK", 3)
     src, dt = unique("src"), unique("dt")
-    lh.sql(
-        f"""
-        CREATE TABLE {src} (id BIGINT, status STRING, amount INT);
-        INSERT INTO {src} VALUES (1, 'completed', 10), (2, 'pending', 20);
-        CREATE DYNAMIC TABLE {dt} AS SELECT id, amount FROM {src}
-        """
-    )
+    _statuses(lh, src, f"CREATE DYNAMIC TABLE {dt} AS SELECT id, amount FROM {src}")
     for i in range(3):
         lh.sql(f"INSERT INTO {src} VALUES ({10 + i}, 'completed', {i})")
         assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "INCREMENTAL"
@@ -189,10 +197,7 @@ def test_a_replaced_querys_published_snapshots_stay_for_the_retention_period(
     assert table is not None
     replaced = {s.snapshot_id: s.wap_id for s in table.snapshots()}
     assert sum(1 for wap_id in replaced.values() if wap_id) == 3
-    lh.sql(
-        f"CREATE OR REPLACE DYNAMIC TABLE {dt} AS "
-        f"SELECT id, amount FROM {src} WHERE status = 'completed'"
-    )
+    lh.sql(f"CREATE OR REPLACE DYNAMIC TABLE {dt} AS {COMPLETED.format(src=src)}")
     for _ in range(7):  # staged, never published: expired once three more than the log
         lh.sql(f"UPDATE {src} SET amount = amount + 1 WHERE id = 2")
         lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
@@ -217,13 +222,7 @@ def test_writes_never_published_do_not_stay(
     was one snapshot long (helper-24: 25 after 25 such refreshes)."""
     monkeypatch.setattr(retention, "UNPUBLISHED_SLACK", 3)
     src, dt = unique("src"), unique("dt")
-    lh.sql(
-        f"""
-        CREATE TABLE {src} (id BIGINT, status STRING, amount INT);
-        INSERT INTO {src} VALUES (1, 'completed', 10), (2, 'pending', 20);
-        CREATE DYNAMIC TABLE {dt} AS SELECT id, amount FROM {src} WHERE status = 'completed'
-        """
-    )
+    _statuses(lh, src, f"CREATE DYNAMIC TABLE {dt} AS {COMPLETED.format(src=src)}")
     unpublished = []
     for _ in range(7):
         lh.sql(f"UPDATE {src} SET amount = amount + 1 WHERE id = 2")  # a row the filter drops
