@@ -100,11 +100,10 @@ def maintain(
 def _expire_unpublished(table: IcebergTable) -> int:
     """Snapshots staged under a ``wap.id`` that never became current (in no ancestry, ref
     or snapshot log): a refresh whose rewrite changed nothing (not published), one that
-    failed or was killed. Under the
-    table's lease no other refresh is staging, so none of them can still be published;
-    kept, they (and their data files) stayed until the retention period, uncounted by
-    SNAPSHOTS_MAX (which counts the main lineage), and without end on a table whose main
-    lineage is a single snapshot (helper-24).
+    failed or was killed. Under the table's lease no other refresh is staging, so none of
+    them can still be published; kept, they (and their data files) stayed until the
+    retention period, uncounted by SNAPSHOTS_MAX (which counts the main lineage), and
+    without end on a table whose main lineage is a single snapshot (helper-24).
 
     Looked for once UNPUBLISHED_SLACK more snapshots exist than the main lineage's log
     lists (two py4j calls), since the search costs one call per snapshot."""
