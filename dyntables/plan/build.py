@@ -734,20 +734,12 @@ class _Builder:
         """``x NOT IN (SELECT y ...)`` as two anti joins (see :mod:`.subquery`)."""
         if isinstance(sub.this, exp.Tuple):
             return self._not_in_tuple(node, scope, sub, ctes)
-        try:
-            outer, query = subquery.not_in_parts(sub)
-        except subquery.Unsupported as exc:
-            raise NotIncremental(exc.code, "NOT IN", exc.detail) from None
-        _refuse_null_folded("NOT IN", [outer])
-        if _correlated(query, scope):
-            raise NotIncremental(
-                "CORRELATED_IN", "NOT IN", "NOT IN (subquery) that refers to the outer query"
-            )
+        values, query = self._in_checked(
+            sub, scope, "NOT IN (subquery) that refers to the outer query", "NOT IN"
+        )
         if query.args.get("limit") or query.args.get("offset"):  # null_killers drops the order
             raise NotIncremental("LIMIT", "NOT IN", "NOT IN (subquery with LIMIT)")
-        differ = subquery.keys_differ(subquery.in_pairs([outer], query) or [], by_value=True)
-        if differ is not None:
-            raise NotIncremental("KEY_TYPES", "NOT IN", differ)
+        (outer,) = values
         value = self.expr(outer, scope)
         right, _ = self.query(query, ctes)
         node = Join("anti", node, right, (value,), (col(right.columns[0]),), None)

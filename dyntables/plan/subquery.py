@@ -338,22 +338,15 @@ def valued(alias: str, empty: exp.Expr | None) -> exp.Expr:
     return exp.case().when(missing, over_none).else_(value)
 
 
-def not_in_parts(sub: exp.In) -> tuple[exp.Expr, exp.Select]:
-    """``x NOT IN (SELECT y ...)``: the outer value and the subquery's body (one column)."""
-    outer = sub.this
-    query = sub.args["query"]
-    query = query.this if isinstance(query, exp.Subquery) else query
-    if not isinstance(query, exp.Select) or len(query.expressions) != 1:
-        raise Unsupported("NOT_IN_SUBQUERY", "NOT IN (subquery) of other than one column")
-    return outer, query
-
-
-def null_killers(query: exp.Select) -> exp.Query:
+def null_killers(query: exp.Expr) -> exp.Query:
     """The rows that remove an outer row a NOT IN's equality let through, keyed by
     whether that row's value is NULL: ``TRUE`` once per row of the subquery (a NULL x
-    goes when there is any), ``FALSE`` once per NULL it returns (every x goes)."""
+    goes when there is any), ``FALSE`` once per NULL it returns (every x goes). The
+    subquery's one column is renamed in its first branch, which names a set
+    operation's column."""
     inner = query.copy()
-    inner.set("expressions", [exp.alias_(query.expressions[0].unalias().copy(), VALUE)])
+    first = branches(inner)[0]
+    first.set("expressions", [exp.alias_(first.expressions[0].unalias().copy(), VALUE)])
     inner.set("order", None)
 
     def over_rows(key: exp.Expr) -> exp.Select:

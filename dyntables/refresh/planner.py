@@ -5,7 +5,7 @@ Every FULL carries a stable reason code that the user sees in history and EXPLAI
   INITIAL_BUILD               first refresh of the table
   REFRESH_MODE_FULL           the table was created with REFRESH_MODE = FULL
   FORCED_FULL                 a FULL refresh was asked for explicitly
-  <compiler code>             the query has no delta rule (LIMIT, NOT_IN_SUBQUERY, ...)
+  <compiler code>             the query has no delta rule (LIMIT, KEY_TYPES, ...)
   SOURCE_REPLACED             a source was dropped and created again since the last refresh
   SOURCE_HISTORY_UNAVAILABLE  the recorded source snapshot is no longer in its history
                               (expired, rolled back): its changes cannot be read
