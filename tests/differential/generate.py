@@ -628,7 +628,8 @@ class QueryGen:
                     f"({outer_key.sql}, {outer2.sql}) NOT IN "
                     f"(SELECT {inner_key.sql}, {inner2.sql} FROM {inner.from_sql}{where})"
                 )
-            return f"{outer_key.sql} NOT IN (SELECT {inner_key.sql} FROM {inner.from_sql}{where})"
+            body = self.set_operand(rel, f"SELECT {inner_key.sql} FROM {inner.from_sql}{where}")
+            return f"{outer_key.sql} NOT IN ({body})"
         if kind == "in":
             rel.tags.add("semi_join")
             where = f" WHERE {self.pred(inner.scope, 0)}" if local else ""
@@ -639,7 +640,8 @@ class QueryGen:
                     f"({outer_key.sql}, {outer2.sql}) IN "
                     f"(SELECT {inner_key.sql}, {inner2.sql} FROM {inner.from_sql}{where})"
                 )
-            return f"{outer_key.sql} IN (SELECT {inner_key.sql} FROM {inner.from_sql}{where})"
+            body = self.set_operand(rel, f"SELECT {inner_key.sql} FROM {inner.from_sql}{where}")
+            return f"{outer_key.sql} IN ({body})"
         neg = "NOT " if kind == "not_exists" else ""
         rel.tags.add("anti_join" if neg else "semi_join")
         if not equi_only and chance(ch, 0.25):  # beyond the equality: matched again per key
@@ -653,6 +655,19 @@ class QueryGen:
             correlation = f"{inner_key.sql} {pick(ch, ['<', '>=', '<>'])} {outer_key.sql}"
             rel.tags.add("non_equi_join")
         return f"{neg}EXISTS (SELECT 1 FROM {inner.from_sql} WHERE {correlation}{local})"
+
+    def set_operand(self, rel: Rel, body: str) -> str:
+        """An IN's one-column ``body``, sometimes the first branch of a set operation
+        whose second branch reads a key of another (or the same) table."""
+        ch = self.ch
+        if not chance(ch, 0.2):
+            return body
+        other = self.scan(pick(ch, self.tables))
+        rel.tables |= other.tables
+        where = f" WHERE {self.pred(other.scope, 0)}" if chance(ch, 0.5) else ""
+        op = pick(ch, ["UNION", "UNION ALL", "EXCEPT", "INTERSECT"])
+        rel.tags.add("in_set_operation")
+        return f"{body} {op} SELECT {self.key_of(other.scope).sql} FROM {other.from_sql}{where}"
 
     # -- query shapes ----------------------------------------------------------------------------
     def spj(
