@@ -342,20 +342,22 @@ def null_killers(query: exp.Expr) -> exp.Query:
     """The rows that remove an outer row a NOT IN's equality let through, keyed by
     whether that row's value is NULL: ``TRUE`` once per row of the subquery (a NULL x
     goes when there is any), ``FALSE`` once per NULL it returns (every x goes). The
-    subquery's one column is renamed in its first branch, which names a set
-    operation's column."""
+    subquery's one column is read by the name its first branch gives it (a set
+    operation's column is named there), so a branch's own ORDER BY still finds it."""
     inner = query.copy()
-    first = branches(inner)[0]
-    first.set("expressions", [exp.alias_(first.expressions[0].unalias().copy(), VALUE)])
     inner.set("order", None)
+    first = branches(inner)[0]
+    name = first.expressions[0].alias_or_name
+    if not name:  # qualify names every column; a bare expression is named here
+        first.set("expressions", [exp.alias_(first.expressions[0].copy(), VALUE)])
+        name = VALUE
+    value = exp.column(exp.to_identifier(name, quoted=True), table="_v")
 
     def over_rows(key: exp.Expr) -> exp.Select:
         source = exp.alias_(exp.Subquery(this=inner.copy()), "_v", table=True)
         return exp.select(exp.alias_(key, "k")).from_(source)
 
-    nulls = over_rows(exp.false()).where(
-        exp.Is(this=exp.column(VALUE, table="_v"), expression=exp.null())
-    )
+    nulls = over_rows(exp.false()).where(exp.Is(this=value, expression=exp.null()))
     return exp.union(over_rows(exp.true()), nulls, distinct=False)
 
 

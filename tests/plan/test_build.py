@@ -622,6 +622,9 @@ def test_not_in_is_two_anti_joins() -> None:
     [
         "SELECT k FROM t0 WHERE k NOT IN (SELECT k FROM t1 UNION SELECT n FROM t0)",
         "SELECT k FROM t0 WHERE k NOT IN (SELECT k + 1 FROM t1 EXCEPT SELECT z FROM t0)",
+        # the first branch's ORDER BY names the column the NULL check reads
+        "SELECT k FROM t0 WHERE k NOT IN "
+        "((SELECT k AS top FROM t1 ORDER BY top LIMIT 2) UNION ALL SELECT z FROM t0)",
     ],
 )
 def test_not_in_over_a_set_operation_is_two_anti_joins(sql: str) -> None:
