@@ -346,11 +346,8 @@ def null_killers(query: exp.Expr) -> exp.Query:
     operation's column is named there), so a branch's own ORDER BY still finds it."""
     inner = query.copy()
     inner.set("order", None)
-    first = branches(inner)[0]
-    name = first.expressions[0].alias_or_name
-    if not name:  # qualify names every column; a bare expression is named here
-        first.set("expressions", [exp.alias_(first.expressions[0].copy(), VALUE)])
-        name = VALUE
+    name = branches(inner)[0].expressions[0].alias_or_name
+    assert name, "qualify names every column of the query"
     value = exp.column(exp.to_identifier(name, quoted=True), table="_v")
 
     def over_rows(key: exp.Expr) -> exp.Select:
