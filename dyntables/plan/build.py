@@ -15,10 +15,10 @@ from dataclasses import dataclass, replace
 
 from sqlglot import exp
 from sqlglot.errors import OptimizeError
-from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
 from dyntables.plan import grouping_sets, map_values, pivot, subquery, top_n, truth_subqueries
+from dyntables.plan.annotate import annotated
 from dyntables.plan.calls import call_name, is_aggregate_call, mean_as_avg, own_nodes, recomputable
 from dyntables.plan.generators import (
     GENERATORS,
@@ -120,7 +120,7 @@ def build_plan(
     except OptimizeError as exc:
         raise NotIncremental("UNRESOLVED_QUERY", "query", str(exc).splitlines()[0]) from exc
     try:  # types tell which keys compare as the rules keep them (subquery.keys_differ)
-        qualified = annotate_types(qualified, schema=sg_schema, dialect="spark")
+        qualified = annotated(qualified, sg_schema)
     except Exception:  # noqa: BLE001 - untyped, every IN is recomputed: never wrong
         pass
     type_protected_calls(qualified)

@@ -1,0 +1,148 @@
+"""The qualified query's types: sqlglot's annotation, with the columns a generator
+makes (a LATERAL VIEW's, a derived table's ``posexplode(a) AS (p, v)``) typed as Spark
+types them.
+
+sqlglot 30 types a lateral view's column as its generator's argument
+(``explode(a) g AS v`` makes ``g.v`` an ``ARRAY<INT>``, not an ``INT``) and leaves
+posexplode's and a map's second column, a stack's columns and those of a generator
+named ``AS (p, v)`` unknown. A wrong type is worse than none: a grouping set's absent
+key became ``CAST(NULL AS ARRAY<INT>)`` beside an INT (CREATE failed), and an IN over
+such a column was refused for a type it does not have. Pure: no Spark import.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from sqlglot import exp
+from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.scope import Scope, traverse_scope
+
+from dyntables.plan.calls import call_name
+
+E = TypeVar("E", bound=exp.Expr)
+
+# a lateral column's type where its generator's argument does not tell: one sqlglot
+# keeps (UNKNOWN it would replace by the argument's type) and carries into what is
+# computed from the column; UNKNOWN once the tree is typed
+_UNTYPED = exp.DataType.build("dyntables_untyped", udt=True)
+
+
+def annotated(tree: E, schema: dict[str, object]) -> E:
+    """``tree`` typed. Where the columns of a lateral view (or of a derived table's
+    generator of several columns) were typed otherwise than Spark types them, the tree is annotated again with those columns' types given, so that
+    what is computed from them (``v + 1``, ``SUM(v)``, a derived table's column) follows;
+    again while a generator's argument reads an earlier one's column."""
+    tree = annotate_types(tree, schema=schema, dialect="spark")
+    generators = sum(1 for _ in tree.find_all(exp.Lateral, exp.Aliases))
+    if not generators:
+        return tree
+    for _ in range(generators + 1):
+        given = _generated_column_types(tree)
+        if all(column.type == typ for column, typ in given):
+            break
+        for node in tree.walk():
+            node.type = None
+        for column, typ in given:
+            column.type = typ
+        tree = annotate_types(tree, schema=schema, dialect="spark", overwrite_types=False)
+    for node in tree.walk():
+        if node.type is not None and node.type.this == exp.DataType.Type.USERDEFINED:
+            node.type = exp.DataType.build("unknown")
+    return tree
+
+
+def generated_types(call: exp.Expr) -> list[exp.DataType] | None:
+    """The types of the columns a generator makes, as Spark 3.5 gives them, from its
+    typed argument (None when the argument's type does not tell)."""
+    name = call_name(call)
+    if name == "json_tuple":
+        args = call.expressions if isinstance(call, exp.Anonymous) else []
+        return [exp.DataType.build("string")] * (len(args) - 1) if len(args) > 1 else None
+    if isinstance(call, exp.Stack):
+        return _stacked_types(call)
+    arg = call.expressions[0] if isinstance(call, exp.Anonymous) and call.expressions else call.this
+    typ = getattr(arg, "type", None)
+    if not isinstance(typ, exp.DataType) or not typ.expressions:
+        return None
+    parts = [t for t in typ.expressions if isinstance(t, exp.DataType)]
+    if len(parts) != len(typ.expressions):
+        return None
+    if name in ("explode", "explode_outer", "posexplode", "posexplode_outer"):
+        pos = [exp.DataType.build("int")] if name.startswith("pos") else []
+        if typ.is_type(exp.DataType.Type.ARRAY) and len(parts) == 1:
+            return [*pos, parts[0].copy()]
+        if typ.is_type(exp.DataType.Type.MAP) and len(parts) == 2:
+            return [*pos, parts[0].copy(), parts[1].copy()]
+        return None
+    if name in ("inline", "inline_outer") and typ.is_type(exp.DataType.Type.ARRAY):
+        element = parts[0]
+        if element.is_type(exp.DataType.Type.STRUCT):
+            fields = [f.args.get("kind") for f in element.expressions]
+            if fields and all(isinstance(f, exp.DataType) for f in fields):
+                return [f.copy() for f in fields if isinstance(f, exp.DataType)]
+    return None
+
+
+def _stacked_types(call: exp.Stack) -> list[exp.DataType] | None:
+    """``stack(n, a1, ..., ak)``: column j holds a(j), a(j + w), ... (w columns); Spark
+    wants one type in each column beside NULLs, and gives that type."""
+    rows, args = call.this, call.expressions
+    if not (isinstance(rows, exp.Literal) and rows.is_int and int(rows.name) > 0) or not args:
+        return None
+    width = -(-len(args) // int(rows.name))
+    out: list[exp.DataType] = []
+    for j in range(width):
+        kinds = {
+            a.type.sql("spark")
+            for a in args[j::width]
+            if isinstance(a.type, exp.DataType) and not a.is_type(exp.DataType.Type.NULL)
+        }
+        if len(kinds) != 1 or "UNKNOWN" in kinds:
+            return None
+        out.append(exp.DataType.build(kinds.pop(), dialect="spark"))
+    return out
+
+
+def _generated_column_types(tree: exp.Expr) -> list[tuple[exp.Column, exp.DataType]]:
+    """Each column read from a LATERAL VIEW or from a derived table's generator of
+    several columns (``posexplode(a) AS (p, v)``), with Spark's type for it
+    (``_UNTYPED`` where the generator's argument does not tell: never the argument's
+    own type, nor the first column's)."""
+    out: list[tuple[exp.Column, exp.DataType]] = []
+    for scope in traverse_scope(tree):
+        for column in scope.columns:
+            generator = _generator_of(column, scope)
+            if generator is None:
+                continue
+            call, names = generator
+            types = generated_types(call)
+            i = names.index(column.name.lower()) if column.name.lower() in names else -1
+            known = types is not None and len(types) == len(names) and i >= 0
+            out.append((column, types[i].copy() if known and types else _UNTYPED.copy()))
+    return out
+
+
+def _generator_of(column: exp.Column, scope: Scope) -> tuple[exp.Expr, list[str]] | None:
+    """The generator call ``column`` reads and the names of the columns it makes."""
+    if not column.table:
+        return None
+    here: Scope | None = scope
+    while here is not None:
+        source = here.sources.get(column.table)
+        if source is not None:
+            break
+        here = here.parent
+    if not isinstance(source, Scope):
+        return None
+    made = source.expression
+    if isinstance(made, exp.Lateral):
+        return made.this, [n.lower() for n in made.alias_column_names]
+    if not isinstance(made, exp.Select):
+        return None
+    for item in made.expressions:
+        if isinstance(item, exp.Aliases):
+            names = [n.name.lower() for n in item.expressions]
+            if column.name.lower() in names:
+                return item.this, names
+    return None
