@@ -42,9 +42,12 @@ def as_where(select: exp.Select) -> exp.Select | None:
         )
     group = select.args.get("group")
     if group is not None and group.args.get("all"):
-        raise Unsupported(  # a hidden column would be one more grouping key
-            "SUBQUERY_EXPRESSION", "a subquery in the HAVING of a GROUP BY ALL"
-        )
+        # spelled out, as Spark reads it (every item without an aggregate), before a
+        # hidden column could become one more key; none left: a global aggregate
+        keys = [i.unalias().copy() for i in select.expressions if not _holds_aggregate(i)]
+        select = select.copy()
+        select.set("group", exp.Group(expressions=keys) if keys else None)
+        group = select.args.get("group")
     if any(isinstance(i, exp.Aliases) for i in select.expressions):
         raise Unsupported("SUBQUERY_EXPRESSION", "a subquery in the HAVING beside a generator")
     if having.this.find(exp.Grouping, exp.GroupingId):
@@ -104,6 +107,10 @@ def as_where(select: exp.Select) -> exp.Select | None:
     if distinct is not None:
         query.set("distinct", distinct)
     return query
+
+
+def _holds_aggregate(item: exp.Expr) -> bool:
+    return any(is_aggregate_call(n) for n in own_nodes(item))
 
 
 def _named(e: exp.Expr, name: str) -> exp.Alias:

@@ -669,21 +669,31 @@ class QueryGen:
         rel.tags.add("in_set_operation")
         return f"{body} {op} SELECT {self.key_of(other.scope).sql} FROM {other.from_sql}{where}"
 
+    def lateral_view(self, rel: Rel) -> None:
+        """A LATERAL VIEW after ``rel``'s joins: each row beside 0 to 3 rows of its own
+        (none for a NULL key), or beside the parts of one of its strings; the view's
+        column (an INT key, or a STRING) is in scope for keys, groups and IN."""
+        ch = self.ch
+        a = self.alias("g")
+        outer_view = " OUTER" if chance(ch, 0.5) else ""
+        strings = self.cols_of(rel.scope, STR)
+        if strings and chance(ch, 0.3):
+            call, ref = f"explode(split({pick(ch, strings).sql}, 'a'))", Ref(f"{a}.v", STR)
+        else:
+            key = self.key_of(rel.scope).sql
+            call, ref = f"explode(sequence(0, pmod({key}, 4) - 1))", Ref(f"{a}.v", INT, True)
+        rel.from_sql += f" LATERAL VIEW{outer_view} {call} {a} AS v"
+        rel.scope = [*rel.scope, ref]
+        rel.tags.add("generator")
+
     # -- query shapes ----------------------------------------------------------------------------
     def spj(
         self, max_tables: int = 3, outer: bool = True, semi: bool = True, prefix: str = "c"
     ) -> Query:
         ch = self.ch
         rel = self.from_clause(max_tables, outer)
-        if chance(ch, 0.08):  # each row beside 0 to 3 rows of its own (none for a NULL key)
-            a = self.alias("g")
-            outer_view = " OUTER" if chance(ch, 0.5) else ""
-            rel.from_sql += (
-                f" LATERAL VIEW{outer_view} explode(sequence(0, pmod({self.key_of(rel.scope).sql}, 4) - 1))"
-                f" {a} AS v"
-            )
-            rel.scope = [*rel.scope, Ref(f"{a}.v", INT, True)]
-            rel.tags.add("generator")
+        if chance(ch, 0.08):
+            self.lateral_view(rel)
         where = self.where(rel, semi)
         items, cols = self.projection(rel.scope, prefix=prefix)
         if chance(ch, 0.06):  # a generator in the SELECT list, named or as Spark names it
@@ -739,7 +749,10 @@ class QueryGen:
         """``sets``: group by ROLLUP / CUBE / GROUPING SETS of the keys (None: now and
         then)."""
         ch = self.ch
-        rel = rel or self.from_clause(2)
+        if rel is None:
+            rel = self.from_clause(2)
+            if chance(ch, 0.06):
+                self.lateral_view(rel)
         where = self.where(rel)
         tags = set(rel.tags)
         items: list[str] = []
@@ -1205,6 +1218,8 @@ class QueryGen:
     def window(self, kind: str) -> Query:
         ch = self.ch
         rel = self.from_clause(2)
+        if chance(ch, 0.06):
+            self.lateral_view(rel)
         where = self.where(rel, semi=False)
         tags = set(rel.tags)
         items, cols = self.projection(rel.scope, 1, 3, prefix="i" if kind == "dedup" else "c")

@@ -44,14 +44,40 @@ def test_maintained_over_the_groups(sql: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("sql", "keys"),
+    [
+        ("SELECT s, SUM(n) AS x FROM t0 GROUP BY ALL HAVING s IN (SELECT s FROM t1)", ["s"]),
+        (
+            "SELECT 7 AS tag, k + 1 AS k1, COUNT(*) AS c FROM t0 GROUP BY ALL "
+            "HAVING MAX(s) IN (SELECT s FROM t1 WHERE t1.k > 0)",
+            ["7", "k + 1"],
+        ),
+        ("SELECT SUM(n) AS x FROM t0 GROUP BY ALL HAVING SUM(n) IN (SELECT k FROM t1)", []),
+    ],
+)
+def test_group_by_all_is_spelled_out_before_its_having_reads_more(
+    sql: str, keys: list[str]
+) -> None:
+    """The columns the HAVING reads are hidden columns of the groups, not more keys:
+    GROUP BY ALL is every item without an aggregate (none: one global group)."""
+    root = build_plan(sql, SCHEMA, qualify).root
+    aggregate = next(n for n in walk_post_order(root) if isinstance(n, Aggregate))
+    assert len(aggregate.keys) == len(keys)
+    select = sqlglot.parse_one(sql, read="spark")
+    assert isinstance(select, exp.Select)
+    rewritten = having.as_where(select)
+    assert rewritten is not None
+    inner = rewritten.args["from_"].this.this
+    group = inner.args.get("group")
+    written = [e.sql("spark").replace("t0.", "") for e in group.expressions] if group else []
+    assert written == keys
+
+
+@pytest.mark.parametrize(
     ("sql", "code"),
     [
         (
             "SELECT s, RANK() OVER (ORDER BY SUM(n)) AS r FROM t0 GROUP BY s HAVING s IN (SELECT s FROM t1)",
-            "SUBQUERY_EXPRESSION",
-        ),
-        (
-            "SELECT s, SUM(n) AS x FROM t0 GROUP BY ALL HAVING s IN (SELECT s FROM t1)",
             "SUBQUERY_EXPRESSION",
         ),
         (
