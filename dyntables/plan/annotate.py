@@ -19,6 +19,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from dyntables.plan.calls import call_name
+from dyntables.plan.query import protected_call_type
 
 E = TypeVar("E", bound=exp.Expr)
 
@@ -29,27 +30,66 @@ _UNTYPED = exp.DataType.build("dyntables_untyped", udt=True)
 
 
 def annotated(tree: E, schema: dict[str, object]) -> E:
-    """``tree`` typed. Where the columns of a lateral view (or of a derived table's
-    generator of several columns) were typed otherwise than Spark types them, the tree is annotated again with those columns' types given, so that
-    what is computed from them (``v + 1``, ``SUM(v)``, a derived table's column) follows;
-    again while a generator's argument reads an earlier one's column."""
+    """``tree`` typed. Where sqlglot types a node otherwise than Spark (the columns of a
+    lateral view or of a derived table's generator of several columns; a plain call
+    whose type Spark fixes, such as ``date_trunc`` or ``pmod`` of integers), the tree is
+    annotated again with those nodes' types given, so that what is computed from them
+    (``v + 1``, ``SUM(v)``, a derived table's column) follows; again while one of them
+    reads another (``explode(sequence(0, pmod(k, 4)))``)."""
     tree = annotate_types(tree, schema=schema, dialect="spark")
-    generators = sum(1 for _ in tree.find_all(exp.Lateral, exp.Aliases))
-    if not generators:
+    known = sum(1 for _ in tree.find_all(exp.Lateral, exp.Aliases, exp.Anonymous))
+    if not known:
         return tree
-    for _ in range(generators + 1):
-        given = _generated_column_types(tree)
-        if all(column.type == typ for column, typ in given):
+    for _ in range(known + 1):
+        given = _generated_column_types(tree) + _call_types(tree)
+        if all(node.type == typ for node, typ in given):
             break
+        # sqlglot does not descend into a node whose type is given: what is under one
+        # keeps the type it has
+        under = {id(n) for node, _ in given for n in node.walk()}
         for node in tree.walk():
-            node.type = None
-        for column, typ in given:
-            column.type = typ
+            if id(node) not in under:
+                node.type = None
+        for node, typ in given:
+            node.type = typ
         tree = annotate_types(tree, schema=schema, dialect="spark", overwrite_types=False)
     for node in tree.walk():
         if node.type is not None and node.type.this == exp.DataType.Type.USERDEFINED:
             node.type = exp.DataType.build("unknown")
     return tree
+
+
+_INTEGRAL = (
+    exp.DataType.Type.TINYINT,
+    exp.DataType.Type.SMALLINT,
+    exp.DataType.Type.INT,
+    exp.DataType.Type.BIGINT,
+)
+
+
+def _call_types(tree: exp.Expr) -> list[tuple[exp.Expr, exp.DataType]]:
+    """Plain calls (untyped to sqlglot) with the type Spark gives them."""
+    out: list[tuple[exp.Expr, exp.DataType]] = []
+    for node in tree.find_all(exp.Anonymous):
+        typ = protected_call_type(node) or _plain_call_type(node)
+        if typ is not None:
+            out.append((node, typ))
+    return out
+
+
+def _plain_call_type(node: exp.Anonymous) -> exp.DataType | None:
+    name = node.name.lower()
+    if name == "hash":
+        return exp.DataType.build("int")
+    if name == "pmod" and len(node.expressions) == 2:
+        # integers: the wider of the two, as Spark widens them; else left untyped
+        kinds = [
+            a.type.this if isinstance(a.type, exp.DataType) else None for a in node.expressions
+        ]
+        if all(k in _INTEGRAL for k in kinds):
+            widest = max(kinds, key=lambda k: _INTEGRAL.index(k) if k in _INTEGRAL else -1)
+            return exp.DataType.build(widest) if widest is not None else None
+    return None
 
 
 def generated_types(call: exp.Expr) -> list[exp.DataType] | None:

@@ -48,7 +48,7 @@ from dyntables.plan.ops import (
     scans,
     walk_post_order,
 )
-from dyntables.plan.query import parse_query, scoped_names, table_name, type_protected_calls
+from dyntables.plan.query import parse_query, scoped_names, table_name
 from dyntables.plan.render import spark_sql
 from dyntables.plan.time_windows import (
     TIME_WINDOW_COLUMN,
@@ -123,7 +123,6 @@ def build_plan(
         qualified = annotated(qualified, sg_schema)
     except Exception:  # noqa: BLE001 - untyped, every IN is recomputed: never wrong
         pass
-    type_protected_calls(qualified)
     struct_star = next(
         (
             c

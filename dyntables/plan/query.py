@@ -95,13 +95,12 @@ _PROTECTED_CALLS = {name.upper(): f"dyntables_{name}_fn" for name in _PROTECTED_
 _RESTORED_CALLS = {v: k.lower() for k, v in _PROTECTED_CALLS.items()}
 
 
-def type_protected_calls(tree: exp.Expr) -> None:
-    """Give the restored plain calls the types Spark gives them (after sqlglot's type
-    annotation, which leaves plain calls untyped)."""
-    for node in tree.find_all(exp.Anonymous):
-        type_sql = _PROTECTED_TYPES.get(node.name.lower())
-        if type_sql is not None:
-            node.type = exp.DataType.build(type_sql, dialect="spark")
+def protected_call_type(node: exp.Expr) -> exp.DataType | None:
+    """The type Spark gives a restored plain call (sqlglot leaves plain calls untyped)."""
+    if not isinstance(node, exp.Anonymous):
+        return None
+    type_sql = _PROTECTED_TYPES.get(node.name.lower())
+    return None if type_sql is None else exp.DataType.build(type_sql, dialect="spark")
 
 
 def _protect_calls(text: str) -> str:

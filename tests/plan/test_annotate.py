@@ -5,12 +5,12 @@ columns; what is computed from them follows. sqlglot alone gives the array's typ
 from __future__ import annotations
 
 import pytest
-import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.qualify import qualify as sg_qualify
 
 from dyntables.plan.annotate import annotated
 from dyntables.plan.build import build_plan
+from dyntables.plan.query import parse_query
 from dyntables.sql.tokens import TableName
 from tests.plan.test_query import qualify
 
@@ -30,7 +30,7 @@ SCHEMA = {T0: list(COLUMNS.items()), T1: [("k", "int"), ("s", "string")]}
 
 
 def _types(sql: str) -> dict[str, str]:
-    tree = sg_qualify(sqlglot.parse_one(sql, read="spark"), schema=SG_SCHEMA, dialect="spark")
+    tree = sg_qualify(parse_query(sql), schema=SG_SCHEMA, dialect="spark")
     typed = annotated(tree, SG_SCHEMA)
     assert isinstance(typed, exp.Query)
     return {s.alias_or_name: s.type.sql("spark") for s in typed.selects if s.type}
@@ -82,6 +82,23 @@ def test_what_is_computed_from_a_lateral_column_follows_its_type() -> None:
         "LATERAL VIEW explode(f.arr) h AS e) u"
     )
     assert types == {"v": "INT", "w": "INT", "big": "BIGINT"}
+
+
+def test_plain_calls_spark_types_are_typed_and_what_reads_them_follows() -> None:
+    types = _types(
+        "SELECT pmod(k, 4) AS p, pmod(CAST(k AS BIGINT), 4) AS pb, hash(s) AS h, "
+        "pmod(CAST(k AS DOUBLE), 4) AS pd, g.v, u.t "
+        "FROM (SELECT date_trunc('MONTH', CAST(s AS TIMESTAMP)) AS t FROM t0) u, t0 "
+        "LATERAL VIEW explode(sequence(0, pmod(k, 4) - 1)) g AS v"
+    )
+    assert types == {
+        "p": "INT",
+        "pb": "BIGINT",
+        "h": "INT",
+        "pd": "UNKNOWN",
+        "v": "INT",
+        "t": "TIMESTAMP",
+    }
 
 
 def test_a_column_a_generator_does_not_type_is_unknown_not_the_arguments_type() -> None:
