@@ -48,7 +48,12 @@ from dyntables.plan.ops import (
     scans,
     walk_post_order,
 )
-from dyntables.plan.query import parse_query, scoped_names, table_name
+from dyntables.plan.query import (
+    parse_query,
+    scoped_names,
+    semi_join_fields_as_dots,
+    table_name,
+)
 from dyntables.plan.render import spark_sql
 from dyntables.plan.time_windows import (
     TIME_WINDOW_COLUMN,
@@ -94,6 +99,7 @@ def build_plan(
     query_text: str, schema: Schema, qualify_name: Callable[[TableName], TableName]
 ) -> Plan:
     tree = inline_named_windows(scoped_names(parse_query(query_text), qualify_name))
+    semi_join_fields_as_dots(tree)
     tree = mark_unnamed(tree)
     _name_values_columns(tree)
     write_bucket_names_out(tree, {c.lower() for cols in schema.values() for c, _ in cols})

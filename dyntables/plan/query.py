@@ -472,6 +472,28 @@ def files_read_by_path(query: exp.Expr) -> list[str]:
     ]
 
 
+def semi_join_fields_as_dots(tree: exp.Expr) -> exp.Expr:
+    """``l1.st.a`` in the ON of a LEFT SEMI or ANTI JOIN of ``t1 AS l1`` written as the
+    field ``a`` of the column ``l1.st``: sqlglot reads three parts as a column ``a`` of a
+    table ``st`` and, since a semi join's table is not selected, cannot resolve it
+    (UNRESOLVED_QUERY, a needless FULL); elsewhere qualify tells fields from columns."""
+    for join in list(tree.find_all(exp.Join)):
+        if str(join.args.get("kind") or "").upper() not in ("SEMI", "ANTI"):
+            continue
+        alias = join.this.alias_or_name.lower()
+        on = join.args.get("on")
+        if not alias or on is None:
+            continue
+        for column in list(on.find_all(exp.Column)):
+            parts = column.parts
+            if len(parts) >= 3 and parts[0].name.lower() == alias:
+                field: exp.Expr = exp.column(parts[1], table=parts[0])
+                for part in parts[2:]:
+                    field = exp.Dot(this=field, expression=part)
+                column.replace(field)
+    return tree
+
+
 def scoped_names(query: exp.Query, qualify: Qualifier) -> exp.Query:
     """A copy of ``query`` in which every name means the same wherever it is moved:
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import sqlglot
+from sqlglot import exp
 
 from dyntables.catalog.definition import SourceVersion
 from dyntables.errors import UnsupportedQueryError
@@ -15,6 +16,7 @@ from dyntables.plan.query import (
     pin_sources,
     refs_read,
     scoped_names,
+    semi_join_fields_as_dots,
     source_tables,
 )
 from dyntables.sql.tokens import TableName
@@ -343,3 +345,19 @@ def test_a_branch_read_by_name_is_pinned_at_the_snapshot_recorded_for_it() -> No
     t0 = TableName(("lakehouse", "public", "t0"))
     sql = pin_sources(tree, qualify, {t0: 7}, {t0: {"b": 42, "gone": None}}).sql("spark")
     assert "VERSION AS OF 42" in sql and "VERSION AS OF 'gone'" in sql and "'b'" not in sql
+
+
+def test_a_semi_joined_tables_struct_field_is_read_as_a_field() -> None:
+    """sqlglot reads ``l1.st.a`` as column ``a`` of a table ``st``; in a semi or anti
+    join's ON (whose table is not selected) its qualification then fails."""
+    tree = parse_query(
+        "SELECT l0.k FROM t0 AS l0 LEFT ANTI JOIN t1 AS l1 ON l0.k = l1.k AND l1.st.a.x > 0 "
+        "LEFT SEMI JOIN t1 AS l2 ON l2.st.a = l0.st.a"
+    )
+    semi_join_fields_as_dots(tree)
+    fields = sorted(
+        d.sql("spark") for d in tree.find_all(exp.Dot) if not isinstance(d.parent, exp.Dot)
+    )
+    assert fields == ["l1.st.a.x", "l2.st.a"]
+    # the ON's other side: qualify tells it from a column as it is
+    assert "l0.st.a" in [c.sql("spark") for c in tree.find_all(exp.Column)]
