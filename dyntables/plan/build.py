@@ -439,7 +439,7 @@ class _Builder:
             # Spark computes the bucket once below all the sets, dropping the rows whose
             # time is NULL from every set, also those that do not group by the bucket
             raise NotIncremental("GROUPING_SETS", "GROUP BY", "window() in grouping sets")
-        on_top = grouping_sets.over_rows(select)
+        on_top = grouping_sets.over_rows(select, everything)
         if on_top is not None:
             return self._select(on_top, ctes)
         names = [e.alias_or_name for e in select.expressions]

@@ -165,12 +165,13 @@ def _bits(args: list[exp.Expr], absent: list[exp.Expr], type_sql: str) -> exp.Ex
 ROWS_ALIAS = "_gs"
 
 
-def over_rows(select: exp.Select) -> exp.Select | None:
+def over_rows(select: exp.Select, everything: list[exp.Expr]) -> exp.Select | None:
     """A SELECT whose window functions or DISTINCT apply to the rows of all its grouping
     sets together, as Spark applies them after ``Expand`` and ``Aggregate``: rewritten as
     ``SELECT [DISTINCT] ... FROM (<the grouping sets' rows>) _gs``, every part of a
     window that reads the groups (an aggregate, a key, GROUPING(k)) a column of the rows
-    below. None when there is nothing to apply on top."""
+    below, a literal too where it is a key (``everything``: NULL in a set without it).
+    None when there is nothing to apply on top."""
     if not select.args.get("distinct") and not any(e.find(exp.Window) for e in select.expressions):
         return None
     lifted: list[exp.Expr] = []
@@ -182,7 +183,8 @@ def over_rows(select: exp.Select) -> exp.Select | None:
         return exp.column(name, ROWS_ALIAS)
 
     def kept(e: exp.Expr) -> bool:
-        return isinstance(e, exp.Literal | exp.Star | exp.Null | exp.Boolean)
+        literal = isinstance(e, exp.Literal | exp.Star | exp.Null | exp.Boolean)
+        return literal and e not in everything
 
     def constant(e: exp.Expr) -> bool:
         """An expression of literals alone, which Spark requires of some of a window

@@ -30,6 +30,30 @@ def test_a_key_of_the_set_is_its_grouped_value_whatever_is_outside_the_set() -> 
     ]
 
 
+def _keys(select: exp.Select) -> list[exp.Expr]:
+    expanded = expand(select.args["group"])
+    assert expanded is not None
+    return expanded[1]
+
+
+def test_a_literal_that_is_a_key_is_read_from_the_sets_rows() -> None:
+    """``'ab'`` grouped in one set and not in another is NULL in the rows of the other,
+    as Spark matches the select item to the grouping expression (seed 530193: the
+    literal stayed in place above the rows, 'ab' where Spark answers NULL)."""
+    select = sqlglot.parse_one(
+        "SELECT 'ab' AS c1, 'x' AS c2, RANK() OVER (PARTITION BY 'ab' ORDER BY COUNT(*)) AS r "
+        "FROM t GROUP BY GROUPING SETS (('ab'), ())",
+        read="spark",
+    )
+    assert isinstance(select, exp.Select)
+    rewritten = over_rows(select, _keys(select))
+    assert rewritten is not None
+    outer = [e.sql("spark") for e in rewritten.expressions]
+    assert outer[0] == "_gs._gs0 AS c1"
+    assert outer[1] == "'x' AS c2"  # not a key: a constant in every set
+    assert outer[2] == "RANK() OVER (PARTITION BY _gs._gs1 ORDER BY _gs._gs2) AS r"
+
+
 def test_constant_arguments_of_a_window_over_the_sets_stay_in_place() -> None:
     """Spark requires LAG's offset, NTILE's buckets and PERCENTILE's array to be
     constants: an expression of literals is left in the window, not made a column of
@@ -41,7 +65,7 @@ def test_constant_arguments_of_a_window_over_the_sets_stay_in_place() -> None:
         read="spark",
     )
     assert isinstance(select, exp.Select)
-    rewritten = over_rows(select)
+    rewritten = over_rows(select, _keys(select))
     assert rewritten is not None
     outer = [e.sql("spark") for e in rewritten.expressions]
     assert outer[1].startswith("LAG(_gs.") and outer[1].endswith(
