@@ -94,7 +94,7 @@ def branch(select: exp.Select, keys: list[exp.Expr], everything: list[exp.Expr])
     outside aggregates (but inside a key of the set), GROUPING/GROUPING_ID constant."""
     absent = [k for k in everything if k not in keys]
     for call in select.find_all(exp.Grouping, exp.GroupingId):
-        if any(arg not in everything for arg in call.expressions):
+        if any(arg.unnest() not in everything for arg in call.expressions):
             raise Unsupported(f"{call.sql('spark')} names a column it is not grouped by")
 
     def replaced(n: exp.Expr) -> exp.Expr:
@@ -156,7 +156,7 @@ def _null_of(key: exp.Expr) -> exp.Expr:
 def _bits(args: list[exp.Expr], absent: list[exp.Expr], type_sql: str) -> exp.Expr:
     value = 0
     for arg in args:
-        value = value * 2 + (1 if arg in absent else 0)
+        value = value * 2 + (1 if arg.unnest() in absent else 0)  # GROUPING((k + 1))
     return exp.cast(exp.Literal.number(value), type_sql)
 
 

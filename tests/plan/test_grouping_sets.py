@@ -84,3 +84,17 @@ def test_constant_arguments_of_a_window_over_the_sets_stay_in_place() -> None:
         "SUM(x) AS _gs4",
         "GROUPING_ID() AS _gs5",
     ]
+
+
+def test_grouping_of_a_parenthesized_key_is_the_keys_bit() -> None:
+    """``GROUPING((k + 1))`` names the key ``k + 1`` of ``ROLLUP((k + 1))`` (sqlglot
+    keeps the parentheses on the call's argument, not on the key): it was refused as a
+    column not grouped by (GROUPING_SETS, FULL)."""
+    assert _branches(
+        "SELECT (k + 1) AS c, GROUPING((k + 1)) AS g, grouping_id((k + 1), s) AS i "
+        "FROM t GROUP BY ROLLUP((k + 1), s)"
+    ) == [
+        "SELECT (k + 1) AS c, CAST(0 AS TINYINT) AS g, CAST(0 AS BIGINT) AS i FROM t GROUP BY k + 1, s",
+        "SELECT (k + 1) AS c, CAST(0 AS TINYINT) AS g, CAST(1 AS BIGINT) AS i FROM t GROUP BY k + 1",
+        "SELECT (NULL) AS c, CAST(1 AS TINYINT) AS g, CAST(3 AS BIGINT) AS i FROM t GROUP BY '()'",
+    ]
