@@ -17,7 +17,7 @@ import itertools
 
 from sqlglot import exp
 
-from dyntables.plan.calls import is_aggregate_call
+from dyntables.plan.calls import is_aggregate_call, own_nodes
 
 # a constant to group the empty set by: no row over no rows, one row otherwise (a string,
 # never read as a position in the select list)
@@ -93,8 +93,9 @@ def branch(select: exp.Select, keys: list[exp.Expr], everything: list[exp.Expr])
     """``select`` for the grouping set ``keys``: grouped by them, the other keys NULL
     outside aggregates (but inside a key of the set), GROUPING/GROUPING_ID constant."""
     absent = [k for k in everything if k not in keys]
-    for call in select.find_all(exp.Grouping, exp.GroupingId):
-        if any(arg.unnest() not in everything for arg in call.expressions):
+    # this SELECT's own: a nested query's GROUPING is of its own grouping sets
+    for call in (n for n in own_nodes(select) if isinstance(n, exp.Grouping | exp.GroupingId)):
+        if any(arg.unnest() not in [k.unnest() for k in everything] for arg in call.expressions):
             raise Unsupported(f"{call.sql('spark')} names a column it is not grouped by")
 
     def replaced(n: exp.Expr) -> exp.Expr:
@@ -156,7 +157,8 @@ def _null_of(key: exp.Expr) -> exp.Expr:
 def _bits(args: list[exp.Expr], absent: list[exp.Expr], type_sql: str) -> exp.Expr:
     value = 0
     for arg in args:
-        value = value * 2 + (1 if arg.unnest() in absent else 0)  # GROUPING((k + 1))
+        # GROUPING((k + 1)) of the key k + 1, GROUPING(k + 1) of GROUPING SETS (((k + 1)))
+        value = value * 2 + (1 if arg.unnest() in [k.unnest() for k in absent] else 0)
     return exp.cast(exp.Literal.number(value), type_sql)
 
 

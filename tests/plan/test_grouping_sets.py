@@ -98,3 +98,17 @@ def test_grouping_of_a_parenthesized_key_is_the_keys_bit() -> None:
         "SELECT (k + 1) AS c, CAST(0 AS TINYINT) AS g, CAST(1 AS BIGINT) AS i FROM t GROUP BY k + 1",
         "SELECT (NULL) AS c, CAST(1 AS TINYINT) AS g, CAST(3 AS BIGINT) AS i FROM t GROUP BY '()'",
     ]
+
+
+def test_a_nested_querys_grouping_is_its_own() -> None:
+    """GROUPING(k) of a derived table's own ROLLUP(k) is not a key of the outer sets:
+    it was refused as one (GROUPING_SETS, FULL) and is left to the nested query."""
+    assert _branches(
+        "SELECT q.i0, GROUPING(q.i0) AS g FROM (SELECT k AS i0, GROUPING(k) AS i4 "
+        "FROM t GROUP BY ROLLUP(k)) AS q GROUP BY ROLLUP(q.i0)"
+    ) == [
+        "SELECT q.i0, CAST(0 AS TINYINT) AS g FROM (SELECT k AS i0, GROUPING(k) AS i4 "
+        "FROM t GROUP BY ROLLUP (k)) AS q GROUP BY q.i0",
+        "SELECT NULL, CAST(1 AS TINYINT) AS g FROM (SELECT k AS i0, GROUPING(k) AS i4 "
+        "FROM t GROUP BY ROLLUP (k)) AS q GROUP BY '()'",
+    ]
