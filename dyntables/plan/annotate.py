@@ -59,6 +59,13 @@ def annotated(tree: E, schema: dict[str, object]) -> E:
     return tree
 
 
+_BUCKETED = (
+    exp.DataType.Type.TIMESTAMP,
+    exp.DataType.Type.TIMESTAMPTZ,  # Spark's TIMESTAMP
+    exp.DataType.Type.TIMESTAMPLTZ,
+    exp.DataType.Type.TIMESTAMPNTZ,
+    exp.DataType.Type.DATE,
+)
 _INTEGRAL = (
     exp.DataType.Type.TINYINT,
     exp.DataType.Type.SMALLINT,
@@ -81,6 +88,14 @@ def _plain_call_type(node: exp.Anonymous) -> exp.DataType | None:
     name = node.name.lower()
     if name == "hash":
         return exp.DataType.build("int")
+    if name == "window" and node.expressions:
+        # a time bucket: the start and end of its time column's type (a DATE's are
+        # TIMESTAMPs, as Spark casts it)
+        kind = node.expressions[0].type
+        if isinstance(kind, exp.DataType) and kind.is_type(*_BUCKETED):
+            bound = "timestamp_ntz" if kind.is_type(exp.DataType.Type.TIMESTAMPNTZ) else "timestamp"
+            return exp.DataType.build(f"struct<start: {bound}, end: {bound}>", dialect="spark")
+        return None
     if name == "pmod" and len(node.expressions) == 2:
         # integers: the wider of the two, as Spark widens them; else left untyped
         kinds = [
@@ -133,6 +148,7 @@ def _stacked_types(call: exp.Stack) -> list[exp.DataType] | None:
     width = -(-len(args) // int(rows.name))
     out: list[exp.DataType] = []
     for j in range(width):
+        # alike as Spark spells them (sqlglot's VARCHAR literal beside a STRING column)
         kinds = {
             a.type.sql("spark")
             for a in args[j::width]

@@ -101,6 +101,24 @@ def test_plain_calls_spark_types_are_typed_and_what_reads_them_follows() -> None
     }
 
 
+def test_a_time_buckets_bounds_have_its_time_columns_type() -> None:
+    schema: dict[str, object] = {"t": {"ts": "timestamp", "tn": "timestamp_ntz", "d": "date"}}
+    tree = sg_qualify(
+        parse_query(
+            "SELECT window(ts, '1 hour').end AS a, window(tn, '1 hour').start AS b, "
+            "window(d, '1 day').start AS c FROM t"
+        ),
+        schema=schema,
+        dialect="spark",
+    )
+    typed = annotated(tree, schema)
+    assert [s.type.sql("spark") for s in typed.selects] == [
+        "TIMESTAMP",
+        "TIMESTAMP_NTZ",
+        "TIMESTAMP",
+    ]
+
+
 def test_a_column_a_generator_does_not_type_is_unknown_not_the_arguments_type() -> None:
     # Spark refuses both (explode of an INT; a stack column of an INT and a STRING);
     # sqlglot alone calls the first INT
