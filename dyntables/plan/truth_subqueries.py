@@ -134,10 +134,10 @@ def in_count(node: exp.In, root: exp.Expr, outer_aliases: set[str]) -> exp.Expr:
     values, query = in_parts(node)
     if any(True for v in values for _ in v.find_all(exp.Subquery, exp.Exists)):
         raise Unsupported("SUBQUERY_EXPRESSION", "a subquery in the value IN compares")
-    if negated and len(values) > 1:
+    if negated and len(values) > 2:  # 3^n counts: 27 joins for three columns
         raise Unsupported(
             "SUBQUERY_EXPRESSION",
-            "NOT IN (subquery) of several columns outside a WHERE's conjuncts",
+            "NOT IN (subquery) of more than two columns outside a WHERE's conjuncts",
         )
     names = [f"{VALUE}{i}" for i in range(len(values))]
     # the subquery as it is (its ORDER BY may name its own columns), its columns renamed
@@ -161,27 +161,84 @@ def in_count(node: exp.In, root: exp.Expr, outer_aliases: set[str]) -> exp.Expr:
     flag = _positive(_count(inner, *equal))
     if not negated:
         return flag
-    # NOT directly over IN: Spark's existence join matches also where ``x = y`` is
-    # unknown, so the flag is TRUE as well for a NULL x beside any row (counted from the
-    # rows joined on x IS NULL, so a change of the subquery re-reads only the NULL x) and
-    # for any x beside a NULL y
+    return exp.paren(exp.or_(flag, *_null_aware(inner, values, columns)))
+
+
+def _null_aware(
+    inner: exp.Select, values: list[exp.Expr], columns: list[exp.Column]
+) -> list[exp.Expr]:
+    """NOT directly over IN: Spark's existence join matches a row where, for each
+    column, ``x = y`` is TRUE or unknown (``(x = y) OR isnull(x = y)``); the plain
+    flag (every column equal) is the caller's. One column: a NULL y, or a NULL x beside
+    any row (counted from the rows joined on ``x IS NULL``, so a change of the
+    subquery re-reads only the outer rows with a NULL x). Two: see _null_aware_pair."""
+    if len(values) > 1:
+        return _null_aware_pair(inner, values, columns)
     any_row = exp.column(_ANY_ROW, table=_IN_ALIAS)
     any_row.type = exp.DataType.build("boolean")
     x_is_null = exp.paren(exp.Is(this=values[0].copy(), expression=exp.null()))
     x_is_null.type = exp.DataType.build("boolean")
     beside_null_x = _positive(_count(inner, exp.EQ(this=any_row, expression=x_is_null)))
     null_y = _positive(_count(inner, exp.Is(this=columns[0].copy(), expression=exp.null())))
-    return exp.paren(exp.or_(flag, beside_null_x, null_y))
+    return [beside_null_x, null_y]
+
+
+def _null_aware_pair(
+    inner: exp.Select, values: list[exp.Expr], columns: list[exp.Column]
+) -> list[exp.Expr]:
+    """``(a, b)``: a row matches where the columns not compared equal (a set K of them
+    is) are NULL on the row's side (P) or on the outer side (Q). One count per K
+    (equality on K: three joins besides the flag's), its value a bit per P (whether a
+    row of the group has those columns NULL, bit 0: any row); the outer row reads the
+    bit of P = the columns outside K where its own values are not NULL (a row NULL in
+    more columns has the lesser bits too). A count per (Q, P) would be nine joins."""
+    every = list(range(len(values)))
+    flags: list[exp.Expr] = []
+    for k in _subsets(every)[:-1]:  # K = every column is the caller's plain flag
+        free = [i for i in every if i not in k]
+        bits: list[exp.Expr] = []
+        for index, p in enumerate(_subsets(free)):
+            nulls = [exp.Is(this=columns[i].copy(), expression=exp.null()) for i in p]
+            rows: exp.Expr = exp.Count(this=exp.Star())
+            if nulls:
+                rows = exp.Filter(this=rows, expression=exp.Where(this=exp.and_(*nulls)))
+            present = exp.func("least", rows, exp.Literal.number(1))
+            bits.append(exp.Mul(this=present, expression=exp.Literal.number(1 << index)))
+        value = bits[0]
+        for bit in bits[1:]:
+            value = exp.Add(this=value, expression=bit)
+        counted = _count(
+            inner, *(exp.EQ(this=columns[i].copy(), expression=values[i].copy()) for i in k)
+        )
+        counted.set("expressions", [exp.alias_(value, VALUE)])
+        wanted = exp.case()
+        for index, p in reversed(list(enumerate(_subsets(free)))):
+            not_null = [
+                exp.Not(this=exp.Is(this=values[i].copy(), expression=exp.null())) for i in p
+            ]
+            outer_nulls = [
+                exp.Is(this=values[i].copy(), expression=exp.null()) for i in free if i not in p
+            ]
+            when = exp.and_(*not_null, *outer_nulls) if not_null or outer_nulls else exp.true()
+            wanted = wanted.when(when, exp.Literal.number(1 << index))
+        sq = exp.Subquery(this=counted)
+        sq.meta[_COUNTED] = True
+        masked = exp.BitwiseAnd(this=exp.paren(sq), expression=exp.paren(wanted))
+        flags.append(exp.paren(exp.NEQ(this=exp.paren(masked), expression=exp.Literal.number(0))))
+    return flags
+
+
+def _subsets(items: list[int]) -> list[list[int]]:
+    return [[i for k, i in enumerate(items) if mask >> k & 1] for mask in range(1 << len(items))]
 
 
 def _count(inner: exp.Expr, *conditions: exp.Expr) -> exp.Select:
     """``SELECT COUNT(*) FROM (inner) AS _IN_ALIAS WHERE conditions``."""
     alias = exp.TableAlias(this=exp.to_identifier(_IN_ALIAS))
-    return (
-        exp.select(exp.alias_(exp.Count(this=exp.Star()), VALUE))
-        .from_(exp.Subquery(this=inner.copy(), alias=alias))
-        .where(exp.and_(*conditions))
+    counted = exp.select(exp.alias_(exp.Count(this=exp.Star()), VALUE)).from_(
+        exp.Subquery(this=inner.copy(), alias=alias)
     )
+    return counted.where(exp.and_(*conditions)) if conditions else counted
 
 
 def _negated(node: exp.Expr, root: exp.Expr) -> bool:

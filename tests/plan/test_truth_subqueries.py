@@ -46,6 +46,7 @@ SCHEMA = {T0: [("k", "int"), ("n", "int"), ("s", "string")], T1: [("k", "int"), 
         "SELECT k, k NOT IN (SELECT k FROM t1) AS f FROM t0",
         "SELECT k FROM t0 WHERE NOT (k IN (SELECT k FROM t1) OR n > 1)",
         "SELECT k, IF(k NOT IN (SELECT k FROM t1), 1, 0) AS f FROM t0",
+        "SELECT k FROM t0 WHERE (k, s) NOT IN (SELECT k, s FROM t1) OR n > 1",
         # the subquery's ORDER BY names its own column (helper-28)
         "SELECT k FROM t0 WHERE k IN (SELECT t1.k AS kk FROM t1 ORDER BY kk LIMIT 2) OR n > 1",
         # the subquery reads the outer query's table under the same name
@@ -68,7 +69,7 @@ def _has_aggregate(node: object) -> bool:
     [
         # Spark turns `= FALSE` into a NOT; a FALSE told from an unknown would show
         (
-            "SELECT k, (k, s) NOT IN (SELECT k, s FROM t1) AS f FROM t0",
+            "SELECT k, (k, s, n) NOT IN (SELECT k, s, k FROM t1) AS f FROM t0",
             "SUBQUERY_EXPRESSION",
         ),
         ("SELECT k, (k IN (SELECT k FROM t1)) = FALSE AS f FROM t0", "SUBQUERY_EXPRESSION"),
@@ -134,3 +135,16 @@ def test_a_counted_exists_is_not_asked_whether_spark_proves_it_empty() -> None:
     assert build_plan(exists, SCHEMA, qualify).not_provably_empty == ()
     count = "SELECT k, (SELECT COUNT(*) FROM t1 WHERE t1.k = t0.k AND 1 = 0) AS c FROM t0"
     assert len(build_plan(count, SCHEMA, qualify).not_provably_empty) == 1
+
+
+def test_a_two_column_not_in_counts_each_way_a_row_can_match() -> None:
+    """``(k, s) NOT IN (SELECT k, s ...)`` as a value: Spark's existence join matches a
+    row where each column is equal or either side NULL. One count per set of columns
+    compared equal (both, k, s, none), each telling which other columns its rows have
+    NULL: four joins, not one per NULL pattern of both sides (nine)."""
+    root = build_plan(
+        "SELECT k, (k, s) NOT IN (SELECT k, s FROM t1) AS f FROM t0", SCHEMA, qualify
+    ).root
+    counts = [n for n in walk_post_order(root) if isinstance(n, Join) and _has_aggregate(n.right)]
+    # compared on no column: one count for all rows, joined to every outer row
+    assert sorted(j.kind for j in counts) == ["inner", "left", "left", "left"]
