@@ -37,8 +37,9 @@ def _types(sql: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(
-    ("view", "expected"),
+    ("query", "expected"),
     [
+        # a LATERAL VIEW's columns
         ("explode(a) g AS v", {"v": "INT"}),
         ("explode_outer(a) g AS v", {"v": "INT"}),
         ("explode(sequence(0, n)) g AS v", {"v": "INT"}),
@@ -50,29 +51,19 @@ def _types(sql: str) -> dict[str, str]:
         ("explode(r) g AS v", {"v": "STRUCT<x: INT, y: STRING>"}),
         ("stack(2, k, s, n, 'z') g AS x, y", {"x": "INT", "y": "STRING"}),
         ("json_tuple(s, 'a', 'b') g AS x, y", {"x": "STRING", "y": "STRING"}),
+        # a derived table's generator of several columns
+        ("(SELECT posexplode(a) AS (p, v) FROM t0) g", {"p": "INT", "v": "INT"}),
+        ("(SELECT explode(m) AS (x, y) FROM t0) g", {"x": "STRING", "y": "DECIMAL(10, 2)"}),
+        ("(SELECT inline(r) AS (x, y) FROM t0) g", {"x": "INT", "y": "STRING"}),
+        ("(SELECT stack(2, k, s, n, 'z') AS (x, y) FROM t0) g", {"x": "INT", "y": "STRING"}),
     ],
 )
-def test_a_lateral_views_columns_take_the_generated_types(
-    view: str, expected: dict[str, str]
+def test_a_generators_columns_take_the_generated_types(
+    query: str, expected: dict[str, str]
 ) -> None:
     names = ", ".join(f"g.{c}" for c in expected)
-    assert _types(f"SELECT {names} FROM t0 LATERAL VIEW {view}") == expected
-
-
-@pytest.mark.parametrize(
-    ("item", "expected"),
-    [
-        ("posexplode(a) AS (p, v)", {"p": "INT", "v": "INT"}),
-        ("explode(m) AS (x, y)", {"x": "STRING", "y": "DECIMAL(10, 2)"}),
-        ("inline(r) AS (x, y)", {"x": "INT", "y": "STRING"}),
-        ("stack(2, k, s, n, 'z') AS (x, y)", {"x": "INT", "y": "STRING"}),
-    ],
-)
-def test_a_derived_tables_generator_of_several_columns_types_each(
-    item: str, expected: dict[str, str]
-) -> None:
-    names = ", ".join(f"u.{c}" for c in expected)
-    assert _types(f"SELECT {names} FROM (SELECT {item} FROM t0) u") == expected
+    source = query if query.startswith("(") else f"t0 LATERAL VIEW {query}"
+    assert _types(f"SELECT {names} FROM {source}") == expected
 
 
 def test_what_is_computed_from_a_lateral_column_follows_its_type() -> None:

@@ -30,24 +30,24 @@ def test_a_key_of_the_set_is_its_grouped_value_whatever_is_outside_the_set() -> 
     ]
 
 
-def _keys(select: exp.Select) -> list[exp.Expr]:
+def _over_rows(sql: str) -> exp.Select:
+    select = sqlglot.parse_one(sql, read="spark")
+    assert isinstance(select, exp.Select)
     expanded = expand(select.args["group"])
     assert expanded is not None
-    return expanded[1]
+    rewritten = over_rows(select, expanded[1])
+    assert rewritten is not None
+    return rewritten
 
 
 def test_a_literal_that_is_a_key_is_read_from_the_sets_rows() -> None:
     """``'ab'`` grouped in one set and not in another is NULL in the rows of the other,
     as Spark matches the select item to the grouping expression (seed 530193: the
     literal stayed in place above the rows, 'ab' where Spark answers NULL)."""
-    select = sqlglot.parse_one(
+    rewritten = _over_rows(
         "SELECT 'ab' AS c1, 'x' AS c2, RANK() OVER (PARTITION BY 'ab' ORDER BY COUNT(*)) AS r "
-        "FROM t GROUP BY GROUPING SETS (('ab'), ())",
-        read="spark",
+        "FROM t GROUP BY GROUPING SETS (('ab'), ())"
     )
-    assert isinstance(select, exp.Select)
-    rewritten = over_rows(select, _keys(select))
-    assert rewritten is not None
     outer = [e.sql("spark") for e in rewritten.expressions]
     assert outer[0] == "_gs._gs0 AS c1"
     assert outer[1] == "'x' AS c2"  # not a key: a constant in every set
@@ -58,15 +58,11 @@ def test_constant_arguments_of_a_window_over_the_sets_stay_in_place() -> None:
     """Spark requires LAG's offset, NTILE's buckets and PERCENTILE's array to be
     constants: an expression of literals is left in the window, not made a column of
     the rows below (helper-31: CREATE failed, "should be a foldable INT")."""
-    select = sqlglot.parse_one(
+    rewritten = _over_rows(
         "SELECT k, LAG(SUM(x), -1) OVER (ORDER BY k) AS a, NTILE(1 + 1) OVER (ORDER BY k) AS b, "
         "percentile(SUM(x), array(0.25, 0.75)) OVER () AS c, COUNT(*) OVER () AS d, "
-        "grouping_id() AS g FROM t GROUP BY ROLLUP(k)",
-        read="spark",
+        "grouping_id() AS g FROM t GROUP BY ROLLUP(k)"
     )
-    assert isinstance(select, exp.Select)
-    rewritten = over_rows(select, _keys(select))
-    assert rewritten is not None
     outer = [e.sql("spark") for e in rewritten.expressions]
     assert outer[1].startswith("LAG(_gs.") and outer[1].endswith(
         ", -1) OVER (ORDER BY _gs._gs2) AS a"
