@@ -134,7 +134,7 @@ def in_count(node: exp.In, root: exp.Expr, outer_aliases: set[str]) -> exp.Expr:
     values, query = in_parts(node)
     if any(True for v in values for _ in v.find_all(exp.Subquery, exp.Exists)):
         raise Unsupported("SUBQUERY_EXPRESSION", "a subquery in the value IN compares")
-    if negated and len(values) > 2:  # 3^n counts: 27 joins for three columns
+    if negated and len(values) > 2:  # one count per set of columns compared: 2^n joins
         raise Unsupported(
             "SUBQUERY_EXPRESSION",
             "NOT IN (subquery) of more than two columns outside a WHERE's conjuncts",
