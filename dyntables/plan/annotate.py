@@ -1,6 +1,7 @@
 """The qualified query's types: sqlglot's annotation, with the columns a generator
-makes (a LATERAL VIEW's, a derived table's ``posexplode(a) AS (p, v)``) typed as Spark
-types them.
+makes (a LATERAL VIEW's, a derived table's ``posexplode(a) AS (p, v)``) and the plain
+calls whose type Spark fixes (``date_trunc`` and the other calls kept as written,
+``window()``'s bounds, ``pmod`` of integers, ``hash``) typed as Spark types them.
 
 sqlglot 30 types a lateral view's column as its generator's argument
 (``explode(a) g AS v`` makes ``g.v`` an ``ARRAY<INT>``, not an ``INT``) and leaves
