@@ -19,7 +19,14 @@ from sqlglot.optimizer.qualify import qualify
 
 from dyntables.plan import grouping_sets, map_values, pivot, subquery, top_n, truth_subqueries
 from dyntables.plan.annotate import annotated
-from dyntables.plan.calls import call_name, is_aggregate_call, mean_as_avg, own_nodes, recomputable
+from dyntables.plan.calls import (
+    call_name,
+    group_by_all_keys,
+    is_aggregate_call,
+    mean_as_avg,
+    own_nodes,
+    recomputable,
+)
 from dyntables.plan.generators import (
     GENERATORS,
     generates,
@@ -1081,19 +1088,15 @@ class _Builder:
         if group is not None:  # grouping sets were split into plain GROUP BYs before
             group_exprs = list(group.expressions)
             if group.args.get("all"):
-                # Spark's GROUP BY ALL: every item of the select list that mentions no
-                # aggregate, also none inside a window (RANK() OVER (ORDER BY SUM(x)))
-                group_exprs = []
-                for e in exprs:
-                    if any(is_aggregate_call(n) for n in own_nodes(e)):
-                        continue
-                    if e.find(exp.Window):
-                        raise NotIncremental(
-                            "GROUP_BY_ALL",
-                            "GROUP BY ALL",
-                            "GROUP BY ALL with a window function over no aggregate",
-                        )
-                    group_exprs.append(e.unalias() if isinstance(e, exp.Alias) else e)
+                # an item with an aggregate inside a window (RANK() OVER (ORDER BY
+                # SUM(x))) is no key; one with a window over no aggregate is refused
+                group_exprs = group_by_all_keys(exprs)
+                if any(e.find(exp.Window) for e in group_exprs):
+                    raise NotIncremental(
+                        "GROUP_BY_ALL",
+                        "GROUP BY ALL",
+                        "GROUP BY ALL with a window function over no aggregate",
+                    )
         keys = tuple(self.expr(g, scope) for g in group_exprs)
         key_cols = tuple(self.fresh() for _ in keys)
         aggs: list[AggCall] = []

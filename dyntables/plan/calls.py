@@ -104,6 +104,12 @@ def is_aggregate_call(n: exp.Expr) -> bool:
     return isinstance(n, exp.Anonymous) and n.name.lower() in ANONYMOUS_AGGREGATES
 
 
+def group_by_all_keys(items: list[exp.Expr]) -> list[exp.Expr]:
+    """Spark's GROUP BY ALL: every select item (unaliased) that mentions no aggregate of
+    its own SELECT; none: a global aggregate."""
+    return [i.unalias() for i in items if not any(is_aggregate_call(n) for n in own_nodes(i))]
+
+
 def mean_as_avg(n: exp.Expr) -> exp.Expr:
     """Spark's ``MEAN(x)`` (a plain call to sqlglot) is ``AVG(x)``, with AVG's rule."""
     inner = n.this if isinstance(n, exp.Filter) else n

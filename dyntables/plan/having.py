@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dyntables.plan.calls import is_aggregate_call, own_nodes
+from dyntables.plan.calls import group_by_all_keys, is_aggregate_call, own_nodes
 from dyntables.plan.subquery import Unsupported, is_exists_subquery
 
 # the derived table of the grouped rows, and its columns: the SELECT's items, then what
@@ -44,7 +44,7 @@ def as_where(select: exp.Select) -> exp.Select | None:
     if group is not None and group.args.get("all"):
         # spelled out, as Spark reads it (every item without an aggregate), before a
         # hidden column could become one more key; none left: a global aggregate
-        keys = [i.unalias().copy() for i in select.expressions if not _holds_aggregate(i)]
+        keys = [k.copy() for k in group_by_all_keys(select.expressions)]
         select = select.copy()
         select.set("group", exp.Group(expressions=keys) if keys else None)
         group = select.args.get("group")
@@ -107,10 +107,6 @@ def as_where(select: exp.Select) -> exp.Select | None:
     if distinct is not None:
         query.set("distinct", distinct)
     return query
-
-
-def _holds_aggregate(item: exp.Expr) -> bool:
-    return any(is_aggregate_call(n) for n in own_nodes(item))
 
 
 def _named(e: exp.Expr, name: str) -> exp.Alias:
