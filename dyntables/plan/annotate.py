@@ -19,7 +19,7 @@ from sqlglot import exp
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-from dyntables.plan.calls import call_name
+from dyntables.plan.generators import generated_types
 from dyntables.plan.query import protected_call_type
 
 E = TypeVar("E", bound=exp.Expr)
@@ -106,59 +106,6 @@ def _plain_call_type(node: exp.Anonymous) -> exp.DataType | None:
             widest = max(kinds, key=lambda k: _INTEGRAL.index(k) if k in _INTEGRAL else -1)
             return exp.DataType.build(widest) if widest is not None else None
     return None
-
-
-def generated_types(call: exp.Expr) -> list[exp.DataType] | None:
-    """The types of the columns a generator makes, as Spark 3.5 gives them, from its
-    typed argument (None when the argument's type does not tell)."""
-    name = call_name(call)
-    if name == "json_tuple":
-        args = call.expressions if isinstance(call, exp.Anonymous) else []
-        return [exp.DataType.build("string")] * (len(args) - 1) if len(args) > 1 else None
-    if isinstance(call, exp.Stack):
-        return _stacked_types(call)
-    arg = call.expressions[0] if isinstance(call, exp.Anonymous) and call.expressions else call.this
-    typ = getattr(arg, "type", None)
-    if not isinstance(typ, exp.DataType) or not typ.expressions:
-        return None
-    parts = [t for t in typ.expressions if isinstance(t, exp.DataType)]
-    if len(parts) != len(typ.expressions):
-        return None
-    if name in ("explode", "explode_outer", "posexplode", "posexplode_outer"):
-        pos = [exp.DataType.build("int")] if name.startswith("pos") else []
-        if typ.is_type(exp.DataType.Type.ARRAY) and len(parts) == 1:
-            return [*pos, parts[0].copy()]
-        if typ.is_type(exp.DataType.Type.MAP) and len(parts) == 2:
-            return [*pos, parts[0].copy(), parts[1].copy()]
-        return None
-    if name in ("inline", "inline_outer") and typ.is_type(exp.DataType.Type.ARRAY):
-        element = parts[0]
-        if element.is_type(exp.DataType.Type.STRUCT):
-            fields = [f.args.get("kind") for f in element.expressions]
-            if fields and all(isinstance(f, exp.DataType) for f in fields):
-                return [f.copy() for f in fields if isinstance(f, exp.DataType)]
-    return None
-
-
-def _stacked_types(call: exp.Stack) -> list[exp.DataType] | None:
-    """``stack(n, a1, ..., ak)``: column j holds a(j), a(j + w), ... (w columns); Spark
-    wants one type in each column beside NULLs, and gives that type."""
-    rows, args = call.this, call.expressions
-    if not (isinstance(rows, exp.Literal) and rows.is_int and int(rows.name) > 0) or not args:
-        return None
-    width = -(-len(args) // int(rows.name))
-    out: list[exp.DataType] = []
-    for j in range(width):
-        # alike as Spark spells them (sqlglot's VARCHAR literal beside a STRING column)
-        kinds = {
-            a.type.sql("spark")
-            for a in args[j::width]
-            if isinstance(a.type, exp.DataType) and not a.is_type(exp.DataType.Type.NULL)
-        }
-        if len(kinds) != 1 or "UNKNOWN" in kinds:
-            return None
-        out.append(exp.DataType.build(kinds.pop(), dialect="spark"))
-    return out
 
 
 def _generated_column_types(tree: exp.Expr) -> list[tuple[exp.Column, exp.DataType]]:

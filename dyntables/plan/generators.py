@@ -119,30 +119,94 @@ def spark_names(call: exp.Expr) -> list[str] | None:
     """The names Spark 3.5 gives the columns of ``call``, an unnamed generator of a SELECT
     list (None when the typed query does not tell)."""
     name = call_name(call)
-    if name in ("stack", "json_tuple"):
-        args = [call.this, *call.expressions] if isinstance(call, exp.Stack) else call.expressions
-        if name == "json_tuple":
-            return [f"c{i}" for i in range(len(args) - 1)] if len(args) > 1 else None
-        rows = args[0]
-        if not (isinstance(rows, exp.Literal) and rows.is_int and int(rows.name) > 0):
+    if name == "json_tuple":
+        args = _arguments(call)
+        return [f"c{i}" for i in range(len(args) - 1)] if len(args) > 1 else None
+    if name == "stack":
+        width = _stack_width(call)
+        return None if width is None else [f"col{i}" for i in range(width)]
+    columns = _collection_columns(call)
+    return None if columns is None else [n for n, _ in columns]
+
+
+def generated_types(call: exp.Expr) -> list[exp.DataType] | None:
+    """The types Spark 3.5 gives the columns ``call`` makes, from its typed argument
+    (None when that does not tell)."""
+    name = call_name(call)
+    if name == "json_tuple":
+        args = _arguments(call)
+        return [exp.DataType.build("string")] * (len(args) - 1) if len(args) > 1 else None
+    if name == "stack":
+        return _stacked_types(call)
+    columns = _collection_columns(call)
+    if columns is None or not all(isinstance(t, exp.DataType) for _, t in columns):
+        return None
+    return [t.copy() for _, t in columns if t is not None]
+
+
+def _arguments(call: exp.Expr) -> list[exp.Expr]:
+    if isinstance(call, exp.Stack):
+        return [call.this, *call.expressions]
+    return list(call.expressions)
+
+
+def _stack_width(call: exp.Expr) -> int | None:
+    """``stack(n, a1, ..., ak)``'s number of columns, ceil(k / n)."""
+    rows, *args = _arguments(call)
+    if not (isinstance(rows, exp.Literal) and rows.is_int and int(rows.name) > 0):
+        return None
+    return -(-len(args) // int(rows.name))
+
+
+def _stacked_types(call: exp.Expr) -> list[exp.DataType] | None:
+    """Column j of a stack holds a(j), a(j + w), ...; Spark wants one type in each
+    column beside NULLs, and gives that type."""
+    width = _stack_width(call)
+    args = _arguments(call)[1:]
+    if width is None or not args:
+        return None
+    out: list[exp.DataType] = []
+    for j in range(width):
+        # alike as Spark spells them (sqlglot's VARCHAR literal beside a STRING column)
+        kinds = {
+            a.type.sql("spark")
+            for a in args[j::width]
+            if isinstance(a.type, exp.DataType) and not a.is_type(exp.DataType.Type.NULL)
+        }
+        if len(kinds) != 1 or "UNKNOWN" in kinds:
             return None
-        width = -(-(len(args) - 1) // int(rows.name))
-        return [f"col{i}" for i in range(width)]
+        out.append(exp.DataType.build(kinds.pop(), dialect="spark"))
+    return out
+
+
+def _collection_columns(call: exp.Expr) -> list[tuple[str, exp.DataType | None]] | None:
+    """(name, type) of each column an explode, posexplode or inline makes, by its
+    argument's type (a type None where the argument's element is untyped)."""
+    name = call_name(call)
     arg = call.expressions[0] if isinstance(call, exp.Anonymous) and call.expressions else call.this
     typ = getattr(arg, "type", None)
     if not isinstance(typ, exp.DataType):
         return None
+    parts = [t if isinstance(t, exp.DataType) else None for t in typ.expressions]
     if name in ("explode", "explode_outer", "posexplode", "posexplode_outer"):
-        pos = ["pos"] if name.startswith("pos") else []
+        pos: list[tuple[str, exp.DataType | None]] = (
+            [("pos", exp.DataType.build("int"))] if name.startswith("pos") else []
+        )
         if typ.is_type(exp.DataType.Type.ARRAY):
-            return [*pos, "col"]
+            return [*pos, ("col", parts[0] if len(parts) == 1 else None)]
         if typ.is_type(exp.DataType.Type.MAP):
-            return [*pos, "key", "value"]
+            key, value = parts if len(parts) == 2 else (None, None)
+            return [*pos, ("key", key), ("value", value)]
         return None
     if name in ("inline", "inline_outer") and typ.is_type(exp.DataType.Type.ARRAY):
-        element = typ.expressions[0] if typ.expressions else None
+        element = parts[0] if parts else None
         if isinstance(element, exp.DataType) and element.is_type(exp.DataType.Type.STRUCT):
-            fields = [f.name for f in element.expressions if isinstance(f, exp.ColumnDef)]
-            if fields and len(fields) == len(element.expressions) and all(fields):
-                return fields
+            fields = [f for f in element.expressions if isinstance(f, exp.ColumnDef)]
+            if fields and len(fields) == len(element.expressions) and all(f.name for f in fields):
+                return [(f.name, _kind(f)) for f in fields]
     return None
+
+
+def _kind(field: exp.ColumnDef) -> exp.DataType | None:
+    kind = field.args.get("kind")
+    return kind if isinstance(kind, exp.DataType) else None
