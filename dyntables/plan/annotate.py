@@ -99,12 +99,9 @@ def _plain_call_type(node: exp.Anonymous) -> exp.DataType | None:
         return None
     if name == "pmod" and len(node.expressions) == 2:
         # integers: the wider of the two, as Spark widens them; else left untyped
-        kinds = [
-            a.type.this if isinstance(a.type, exp.DataType) else None for a in node.expressions
-        ]
-        if all(k in _INTEGRAL for k in kinds):
-            widest = max(kinds, key=lambda k: _INTEGRAL.index(k) if k in _INTEGRAL else -1)
-            return exp.DataType.build(widest) if widest is not None else None
+        kinds = [a.type.this for a in node.expressions if isinstance(a.type, exp.DataType)]
+        if len(kinds) == 2 and all(k in _INTEGRAL for k in kinds):
+            return exp.DataType.build(max(kinds, key=_INTEGRAL.index))
     return None
 
 

@@ -219,8 +219,8 @@ def _null_aware_pair(
             outer_nulls = [
                 exp.Is(this=values[i].copy(), expression=exp.null()) for i in free if i not in p
             ]
-            when = exp.and_(*not_null, *outer_nulls) if not_null or outer_nulls else exp.true()
-            wanted = wanted.when(when, exp.Literal.number(1 << index))
+            # never empty: K leaves at least one column out
+            wanted = wanted.when(exp.and_(*not_null, *outer_nulls), exp.Literal.number(1 << index))
         sq = exp.Subquery(this=counted)
         sq.meta[_COUNTED] = True
         masked = exp.BitwiseAnd(this=exp.paren(sq), expression=exp.paren(wanted))
