@@ -1,7 +1,8 @@
 """The qualified query's types: sqlglot's annotation, with the columns a generator
 makes (a LATERAL VIEW's, a derived table's ``posexplode(a) AS (p, v)``) and the plain
 calls whose type Spark fixes (``date_trunc`` and the other calls kept as written,
-``window()``'s bounds, ``pmod`` of integers, ``hash``) typed as Spark types them.
+``window()``'s bounds, ``pmod`` of integers, ``hash``) and a MAP's values typed as
+Spark types them.
 
 sqlglot 30 types a lateral view's column as its generator's argument
 (``explode(a) g AS v`` makes ``g.v`` an ``ARRAY<INT>``, not an ``INT``) and leaves
@@ -38,11 +39,11 @@ def annotated(tree: E, schema: dict[str, object]) -> E:
     (``v + 1``, ``SUM(v)``, a derived table's column) follows; again while one of them
     reads another (``explode(sequence(0, pmod(k, 4)))``)."""
     tree = annotate_types(tree, schema=schema, dialect="spark")
-    known = sum(1 for _ in tree.find_all(exp.Lateral, exp.Aliases, exp.Anonymous))
+    known = sum(1 for _ in tree.find_all(exp.Lateral, exp.Aliases, exp.Anonymous, exp.Bracket))
     if not known:
         return tree
     for _ in range(known + 1):
-        given = _generated_column_types(tree) + _call_types(tree)
+        given = _generated_column_types(tree) + _call_types(tree) + _map_value_types(tree)
         if all(node.type == typ for node, typ in given):
             break
         # sqlglot does not descend into a node whose type is given: what is under one
@@ -82,6 +83,22 @@ def _call_types(tree: exp.Expr) -> list[tuple[exp.Expr, exp.DataType]]:
         typ = protected_call_type(node) or _plain_call_type(node)
         if typ is not None:
             out.append((node, typ))
+    return out
+
+
+def _map_value_types(tree: exp.Expr) -> list[tuple[exp.Expr, exp.DataType]]:
+    """``m[key]`` and ``element_at(m, key)`` of a MAP: its value type (sqlglot types an
+    array's element, not a map's value, and an IN over ``m['a']`` was refused for it)."""
+    out: list[tuple[exp.Expr, exp.DataType]] = []
+    for node in tree.find_all(exp.Bracket):
+        kind = node.this.type
+        if (
+            isinstance(kind, exp.DataType)
+            and kind.is_type(exp.DataType.Type.MAP)
+            and len(kind.expressions) == 2
+            and len(node.expressions) == 1
+        ):
+            out.append((node, kind.expressions[1].copy()))
     return out
 
 

@@ -202,9 +202,26 @@ def _groupable(type_sql: str) -> bool:
     return "map<" not in type_sql.lower()
 
 
+# calls that take a MAP apart into values Spark can group: the MAP is their first
+# argument (``this``), or their only one
+_TAKE_APART = (exp.Explode, exp.ArraySize, exp.MapKeys, exp.MapContainsKey, exp.JSONFormat)
+_TAKE_APART_CALLS = frozenset({"cardinality", "map_values", "map_entries"})
+
+
+def _takes_apart(column: exp.Column) -> bool:
+    """Whether ``column`` (a MAP) is read by a call that takes it apart (its values at a
+    key read from the row, its size, keys, entries, rows), not selected, compared or
+    passed on whole."""
+    parent = column.parent
+    if isinstance(parent, (exp.Bracket, *_TAKE_APART)):
+        return column.arg_key == "this"
+    return isinstance(parent, exp.Anonymous) and parent.name.lower() in _TAKE_APART_CALLS
+
+
 def _read_map_values(root: Node, schema: Schema) -> Node:
     """Each ``m[<constant>]`` of a MAP column ``m`` of a scan read by the scan itself, as
-    a column of its own (see map_values.py); a MAP read otherwise stays, and
+    a column of its own, and ``m`` taken apart otherwise (``explode(m)``, ``size(m)``)
+    read from its entries (see map_values.py); a MAP read otherwise stays, and
     _prune_scans makes the query FULL for it."""
     # a scan's output -> (the scan, by its outputs, unique in a plan; its MAP column)
     maps: dict[str, tuple[tuple[str, ...], str]] = {}
@@ -235,7 +252,15 @@ def _read_map_values(root: Node, schema: Schema) -> Node:
             return col(out)
         return e
 
-    root = map_exprs(root, lambda e: e.transform(at_key))
+    def entries(e: exp.Expr) -> exp.Expr:
+        if isinstance(e, exp.Column) and not e.table and e.name in maps and _takes_apart(e):
+            scan, source = maps[e.name]
+            out = map_values.entries_output(e.name)
+            read.setdefault(scan, {})[out] = map_values.entries_column(source)
+            return exp.Anonymous(this="map_from_entries", expressions=[col(out)])
+        return e
+
+    root = map_exprs(root, lambda e: e.transform(at_key).transform(entries))
     swap: dict[int, Node] = {}
     for scan in scans(root):
         values = read.get(scan.out, {})

@@ -1,11 +1,18 @@
 """Values read out of a MAP column at a constant key (``attrs['src']``): the scan reads
-each as a column of its own, and the MAP itself is not read.
+each as a column of its own, and the MAP itself is not read; and a MAP taken apart.
 
 Spark cannot group or compare MAP values, and a change is consolidated by the columns
 the plan scans (refresh/changes.py), so a query reading a MAP column was FULL
 (MAP_COLUMN), also when it only took values out of it: a staging model's usual pattern
 (helper-25). A value at a constant key is fixed by its row, like any column: the
 change of the scan projected to it is still a Z-set, and consolidating by it is exact.
+
+A MAP read whole by a call that takes it apart (``explode(attrs)``, ``size(attrs)``,
+``map_keys(attrs)``, ``attrs[k]`` at a key read from the row) is scanned as its entries
+(``map_entries``: an array of (key, value) structs, which Spark can group when the
+value can be grouped), and the call reads ``map_from_entries`` of them: the same MAP,
+its entries in the same order. A MAP read otherwise (selected, compared, passed on
+whole) stays FULL: the table's rows could not be matched by it.
 
 The name of such a scanned column says what it reads (the MAP column and the key), so
 whatever reads a plan's scanned columns (the change capture, its schema checks, the
@@ -39,14 +46,30 @@ def output_name(scan_output: str, key: exp.Expr) -> str:
     return f"{scan_output}__at_{digest}"
 
 
-def _decoded(name: str) -> tuple[str, str] | None:
+def entries_column(column: str) -> str:
+    """The name of the scanned column holding ``map_entries(column)``: the whole MAP as
+    an array of (key, value) structs, in the MAP's own order, which Spark can group."""
+    return PREFIX + json.dumps([column], separators=(",", ":")).encode("utf-8").hex()
+
+
+def entries_output(scan_output: str) -> str:
+    """The plan's name for a MAP column's entries: one per MAP column of a scan."""
+    return f"{scan_output}__entries"
+
+
+def _decoded(name: str) -> tuple[str, str | None] | None:
+    """(MAP column, key) of a value's column; (MAP column, None) of an entries column."""
     if not name.startswith(PREFIX):
         return None
     try:
-        column, key = json.loads(bytes.fromhex(name[len(PREFIX) :]).decode("utf-8"))
+        parts = json.loads(bytes.fromhex(name[len(PREFIX) :]).decode("utf-8"))
     except (ValueError, TypeError):
         return None  # a source's own column that happens to start so
-    return str(column), str(key)
+    if isinstance(parts, list) and len(parts) == 1:
+        return str(parts[0]), None
+    if isinstance(parts, list) and len(parts) == 2:
+        return str(parts[0]), str(parts[1])
+    return None
 
 
 def base_column(name: str) -> str:
@@ -61,6 +84,8 @@ def source_expr(name: str) -> exp.Expr:
     if decoded is None:
         return exp.column(name)
     column, key = decoded
+    if key is None:
+        return sqlglot.parse_one(f"map_entries({back_quoted(column)})", read="spark")
     return sqlglot.parse_one(f"{back_quoted(column)}[{key}]", read="spark")
 
 

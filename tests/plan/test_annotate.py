@@ -146,3 +146,22 @@ def test_a_grouping_set_without_a_lateral_column_fills_it_with_a_null_of_its_typ
 )
 def test_a_subquery_keyed_by_a_lateral_column_keeps_its_rule(query: str) -> None:
     build_plan(query, SCHEMA, qualify)  # KEY_TYPES "cannot tell the type" before
+
+
+def test_a_maps_value_at_a_key_takes_the_maps_value_type() -> None:
+    """sqlglot types an array's element, not a map's value: an IN over ``m['a']`` was
+    refused (KEY_TYPES) for a type it has."""
+    types = _types(
+        "SELECT m['a'] AS v, element_at(m, s) AS w, try_element_at(m, 'b') AS x, a[0] AS y FROM t0"
+    )
+    assert types == {
+        "v": "DECIMAL(10, 2)",
+        "w": "DECIMAL(10, 2)",
+        "x": "DECIMAL(10, 2)",
+        "y": "INT",
+    }
+    build_plan(
+        "SELECT k FROM t0 WHERE m['a'] IN (SELECT CAST(k AS DECIMAL(10,2)) FROM t1)",
+        SCHEMA,
+        qualify,
+    )

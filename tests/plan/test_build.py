@@ -75,9 +75,15 @@ def test_scans_read_only_the_columns_the_query_uses(
 
 
 @pytest.mark.parametrize(
-    "sql", ["SELECT k, m FROM t0", "SELECT k, size(m) AS n FROM t0", "SELECT m[s] FROM t0, t1"]
+    "sql",
+    [
+        "SELECT k, m FROM t0",
+        "SELECT k, map_concat(m, m) AS mm FROM t0",
+        "SELECT k, first(m) AS f FROM t0 GROUP BY k",
+        "SELECT k, size(m) AS n, m FROM t0",
+    ],
 )
-def test_reading_a_map_column_has_no_delta_rule(sql: str) -> None:
+def test_reading_a_map_column_whole_has_no_delta_rule(sql: str) -> None:
     with pytest.raises(NotIncremental) as err:
         build_plan(sql, SCHEMA, qualify)
     assert err.value.code == "MAP_COLUMN"
@@ -97,6 +103,27 @@ def test_values_at_constant_keys_of_a_map_are_scanned_as_columns() -> None:
     # a self-join reads the value once per scan, under one name the capture shares
     joined = "SELECT x.m['a'] AS a, y.m['a'] AS b FROM t0 AS x JOIN t0 AS y ON x.k = y.k"
     assert scanned(joined) == [("t0", ("k", a)), ("t0", ("k", a))]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT k, size(m) AS n, map_keys(m) AS ks, to_json(m) AS j FROM t0",
+        "SELECT m[s] AS v FROM t0, t1",
+        "SELECT k, mk, mv FROM t0 LATERAL VIEW OUTER explode(m) g AS mk, mv",
+        "SELECT k, try_element_at(m, 'a') AS a, cardinality(m) AS c FROM t0",
+    ],
+)
+def test_a_map_taken_apart_is_scanned_as_its_entries(sql: str) -> None:
+    """A call that takes a MAP apart reads it rebuilt from its entries, which Spark can
+    group, in the MAP's own order (map_keys and to_json show it)."""
+    plan = build_plan(sql, SCHEMA, qualify)
+    entries = map_values.entries_column("m")
+    assert entries in scans(plan.root)[0].source_columns
+    assert "m" not in scans(plan.root)[0].source_columns
+    assert "this=map_from_entries" in repr(plan.root)
+    assert map_values.base_column(entries) == "m"
+    assert map_values.source_sql(entries) == "MAP_ENTRIES(`m`)"
 
 
 def test_the_value_type_of_a_map_type() -> None:
@@ -265,7 +292,7 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
         ("SELECT k, explode(sequence(1, COUNT(*))) AS i FROM t0 GROUP BY k", "GENERATOR"),
         ("SELECT k, stack(2, n, z) AS v, RANK() OVER (ORDER BY k) AS r FROM t0", "GENERATOR"),
         ("SELECT k, x.col FROM t0 LATERAL VIEW explode(sequence(1, n)) x", "GENERATOR"),
-        ("SELECT k, explode(m) AS (a, b) FROM t0", "MAP_COLUMN"),
+        ("SELECT k, explode(map_concat(m, m)) AS (a, b) FROM t0", "MAP_COLUMN"),
         ("SELECT k, n FROM t0 TABLESAMPLE (50 PERCENT)", "TABLESAMPLE"),
         ("SELECT a.k FROM t0 AS a TABLESAMPLE (2 ROWS) JOIN t1 ON a.k = t1.k", "TABLESAMPLE"),
         ("SELECT * FROM t1 PIVOT (FIRST(k) FOR s IN ('a', 'b'))", "PIVOT"),
