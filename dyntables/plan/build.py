@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from sqlglot import exp
-from sqlglot.errors import OptimizeError
+from sqlglot.errors import OptimizeError, ParseError
 from sqlglot.optimizer.qualify import qualify
 
 from dyntables.plan import grouping_sets, map_values, pivot, subquery, top_n, truth_subqueries
@@ -1227,8 +1227,20 @@ class _Builder:
         # the input's columns the SELECT shows or the functions read: rows equal in all of
         # them make the same rows above whichever order they take among themselves
         used = {c.name for e in exprs for c in e.find_all(exp.Column) if not c.table}
-        breakers = [c for c in node.columns if c in used]
-        unordered = [c for c in breakers if holds_map(_defining(node, c))]
+        defining = {c: _defining(node, c, self.schema) for c in node.columns if c in used}
+        # a source's MAP (read by the query through a value, its keys, ...) tells rows
+        # apart by its entries, an array Spark can order when the values can be
+        breakers: list[exp.Expr] = [
+            exp.Anonymous(this="map_entries", expressions=[col(c)])
+            if isinstance(d, exp.Column) and _orderable_map(d.type)
+            else col(c)
+            for c, d in defining.items()
+        ]
+        unordered = [
+            c
+            for c, d in defining.items()
+            if holds_map(d) and not (isinstance(d, exp.Column) and _orderable_map(d.type))
+        ]
         if unordered and any(breaks_ties(w) for w in windows):
             raise NotIncremental(  # Spark cannot order a MAP, nor anything holding one
                 "WINDOW_TIES",
@@ -1339,11 +1351,32 @@ def _refuse_unmodelled(tree: exp.Query) -> None:
             )
 
 
-def _defining(node: Node, column: str) -> exp.Expr | None:
+def _orderable_map(t: exp.DataType | None) -> bool:
+    """A MAP whose entries Spark can order (its values hold no MAP)."""
+    return (
+        isinstance(t, exp.DataType)
+        and t.is_type(exp.DataType.Type.MAP)
+        and not any(d.is_type(exp.DataType.Type.MAP) for v in t.expressions[1:] for d in v.walk())
+    )
+
+
+def _defining(node: Node, column: str, schema: Schema) -> exp.Expr | None:
     """The expression that computes ``column`` of ``node`` (typed by sqlglot's annotation
-    where it could tell), following bare column references down; None at a scan, an
-    aggregate or a generator."""
+    where it could tell), following bare column references down; a scan's column typed
+    as its source's; None at an aggregate or a generated column."""
     while True:
+        if isinstance(node, Scan):
+            if column not in node.out:
+                return None
+            source = node.source_columns[node.out.index(column)]
+            c = exp.column(source)
+            try:
+                c.type = exp.DataType.build(
+                    dict(schema.get(node.table, []))[source], dialect="spark"
+                )
+            except (KeyError, ParseError, ValueError):
+                c.type = None  # a type sqlglot cannot read: treated as not a MAP
+            return c
         if isinstance(node, Project):
             if column not in node.out:
                 return None
@@ -1357,7 +1390,7 @@ def _defining(node: Node, column: str) -> exp.Expr | None:
             first = node.inputs[0]
             column = first.columns[node.out.index(column)]
             node = first
-        elif isinstance(node, Filter | Window | Join):
+        elif isinstance(node, Filter | Window | Join | Generate):
             below = [c for c in node.children if column in c.columns]
             if not below:
                 return None

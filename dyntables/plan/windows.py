@@ -165,16 +165,14 @@ def runs_over_peers(w: exp.Window) -> bool:
     return not (_order_free(call) or _first_from_start(w))
 
 
-def _tie_breakers(w: exp.Window, breakers: list[str]) -> list[exp.Ordered]:
+def _tie_breakers(w: exp.Window, breakers: list[exp.Expr]) -> list[exp.Ordered]:
     """``breakers`` as ORDER BY items, but those ``w`` already partitions or orders by."""
     keys = {p.sql("spark") for p in w.args.get("partition_by") or []}
     order = w.args.get("order")
     if order is not None:
         keys |= {o.this.sql("spark") for o in order.expressions}
     return [
-        exp.Ordered(this=col(c), nulls_first=True)
-        for c in breakers
-        if col(c).sql("spark") not in keys
+        exp.Ordered(this=b.copy(), nulls_first=True) for b in breakers if b.sql("spark") not in keys
     ]
 
 
@@ -190,7 +188,7 @@ def _rows(start: str, end: str) -> exp.WindowSpec:
 
 
 def in_two_steps(
-    w: exp.Window, breakers: list[str], value: str, position: str
+    w: exp.Window, breakers: list[exp.Expr], value: str, position: str
 ) -> tuple[exp.Window, exp.Window, exp.Window]:
     """``w`` (see :func:`runs_over_peers`) as the same function running over a ROWS frame
     in an order made total by ``breakers``, the row's ``position`` in that order, and the
@@ -224,9 +222,10 @@ def in_two_steps(
     return running, numbered, at_peer
 
 
-def total_order(w: exp.Window, breakers: list[str]) -> exp.Window:
+def total_order(w: exp.Window, breakers: list[exp.Expr]) -> exp.Window:
     """``w`` with its order made total where the answer depends on the order among rows
-    tied in it: ``breakers`` (the input's columns the query uses) appended to its ORDER BY,
+    tied in it: ``breakers`` (the input's columns the query uses, a MAP as its entries)
+    appended to its ORDER BY,
     or made its ORDER BY, over the same frame, when it has none.
 
     Spark numbers tied rows (ROW_NUMBER, NTILE), reads their neighbours (LAG, LEAD),

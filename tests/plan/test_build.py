@@ -1170,3 +1170,18 @@ def test_the_first_row_in_an_order_is_a_ranking_joined_as_an_aggregate(sql: str)
     (aggregate,) = [n for n in nodes if isinstance(n, Aggregate)]
     (picked,) = aggregate.aggs
     assert not aggregate.keys and isinstance(picked.arg, exp.ArgMax)
+
+
+def test_rows_tied_in_a_window_are_told_apart_by_a_maps_entries() -> None:
+    """The tie-breakers a window's order gets are the input's columns the query uses;
+    a MAP among them (read through ``m['a']``) is ordered by its entries, which Spark can
+    order, and scanned as them: the query was FULL (MAP_COLUMN)."""
+    for sql in (
+        "SELECT k, ROW_NUMBER() OVER (PARTITION BY m['a'] ORDER BY k) AS r FROM t0",
+        "SELECT k, v, LAG(v) OVER (PARTITION BY k ORDER BY size(m)) AS p "
+        "FROM t0 LATERAL VIEW explode(m) g AS mk, v",
+    ):
+        plan = build_plan(sql, SCHEMA, qualify)
+        assert "m" not in scans(plan.root)[0].source_columns
+        windows = [n for n in walk_post_order(plan.root) if isinstance(n, Window)]
+        assert "MAP_ENTRIES(MAP_FROM_ENTRIES(" in windows[-1].funcs[0].sql("spark")
