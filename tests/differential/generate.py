@@ -103,6 +103,21 @@ ORDERABLE = (INT, BIGINT, DEC, DBL, STR, DATE, TS)
 # expressions (``l0.st.a`` an INT, ``l0.st.b`` a STRING)
 ST = "STRUCT<a: INT, b: STRING>"
 ST_FIELDS = (("a", INT), ("b", STR))
+# a MAP column: never selected or compared whole (Spark cannot group it), read through
+# what takes it apart (a value at a key, its size, keys and JSON, a LATERAL VIEW of it);
+# ``m['a']`` is a key: its values are the keys' (or NULL, also where 'a' is absent)
+MP = "MAP<STRING, INT>"
+
+
+def map_reads(m: str) -> list[Ref]:
+    """The scope's columns read out of the MAP column ``m`` (``l0.m``)."""
+    return [
+        Ref(f"{m}['a']", INT, True),
+        Ref(f"element_at({m}, 'b')", INT),
+        Ref(f"size({m})", INT),
+        Ref(f"to_json({m})", STR),
+        Ref(f"array_join(map_keys({m}), ',')", STR),
+    ]
 
 
 def same_kind(a: str, b: str) -> bool:
@@ -144,6 +159,7 @@ OPTIONAL_COLS = (
     Col("dd", DATE),
     Col("ts", TS),
     Col("st", ST),
+    Col("m", MP),
 )
 
 KEY_VALUES = ("1", "2", "0", "3", "NULL")
@@ -176,6 +192,15 @@ VALUES: dict[str, tuple[str, ...]] = {
         "TIMESTAMP '2024-02-29 00:00:00'",
         "NULL",
         "TIMESTAMP '2023-12-31 12:15:30'",
+    ),
+    MP: (
+        "map('a', 1, 'b', 2)",
+        "map('b', 0, 'a', 2)",
+        "map('a', NULL, 'c', 3)",
+        "NULL",
+        "map()",
+        "map('b', 1)",
+        "map('a', 3)",
     ),
     ST: (
         "named_struct('a', 1, 'b', 'a')",
@@ -446,10 +471,11 @@ class QueryGen:
     # -- FROM ----------------------------------------------------------------------------------
     def scan(self, table: Table) -> Rel:
         a = self.alias("l")
-        scope = [Ref(f"{a}.{c.name}", c.type, c.key, c.exact) for c in table.cols]
+        scope = [Ref(f"{a}.{c.name}", c.type, c.key, c.exact) for c in table.cols if c.type != MP]
         scope += [
             Ref(f"{a}.{c.name}.{f}", t) for c in table.cols if c.type == ST for f, t in ST_FIELDS
         ]
+        scope += [r for c in table.cols if c.type == MP for r in map_reads(f"{a}.{c.name}")]
         return Rel(f"{table.name} AS {a}", scope, {table.name})
 
     def constant(self) -> Rel:
@@ -677,6 +703,12 @@ class QueryGen:
         a = self.alias("g")
         outer_view = " OUTER" if chance(ch, 0.5) else ""
         strings = self.cols_of(rel.scope, STR)
+        maps = [r.sql[: -len("['a']")] for r in rel.scope if r.sql.endswith(".m['a']")]
+        if maps and chance(ch, 0.3):  # the MAP's entries: a key and its value
+            rel.from_sql += f" LATERAL VIEW{outer_view} explode({pick(ch, maps)}) {a} AS mk, v"
+            rel.scope = [*rel.scope, Ref(f"{a}.mk", STR), Ref(f"{a}.v", INT, True)]
+            rel.tags.add("generator")
+            return
         if strings and chance(ch, 0.3):
             call, ref = f"explode(split({pick(ch, strings).sql}, 'a'))", Ref(f"{a}.v", STR)
         else:
@@ -1160,6 +1192,8 @@ class QueryGen:
                     "LAG",
                     "LEAD",
                     "FIRST_VALUE",
+                    "LAST_VALUE",
+                    "NTH_VALUE",
                 ],
             )
             if fn in ("RANK", "DENSE_RANK", "PERCENT_RANK", "CUME_DIST"):
@@ -1171,8 +1205,23 @@ class QueryGen:
             if fn == "NTILE":
                 return f"NTILE(2) OVER ({part}{full})", BIGINT, True, "window_rownum"
             i = ch.int(0, len(exprs) - 1)
-            arg = exprs[i] if fn == "FIRST_VALUE" else f"{exprs[i]}, 1"
-            return f"{fn}({arg}) OVER ({part}{full})", cols[i].type, cols[i].exact, "window_lag"
+            typ, exact = cols[i].type, cols[i].exact
+            if fn in ("FIRST_VALUE", "LAST_VALUE"):
+                nulls = " IGNORE NULLS" if chance(ch, 0.3) else ""
+                frame = pick(ch, ["", " ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING"])
+                return (
+                    f"{fn}({exprs[i]}){nulls} OVER ({part}{full}{frame})",
+                    typ,
+                    exact,
+                    "window_lag",
+                )
+            if fn == "NTH_VALUE":
+                arg = f"{exprs[i]}, {pick(ch, ['1', '2', '3'])}"
+            elif typ in ORDERABLE and chance(ch, 0.4):  # a farther row, a default value
+                arg = f"{exprs[i]}, {pick(ch, ['1', '2', '3'])}, {typed_literal(ch, typ)}"
+            else:
+                arg = f"{exprs[i]}, 1"
+            return f"{fn}({arg}) OVER ({part}{full})", typ, exact, "window_lag"
         fn = pick(ch, ["SUM", "COUNT", "MIN", "MAX", "AVG"])
         if numeric and chance(ch, 0.25):  # a ROWS frame: needs the full order
             e, c = pick(ch, numeric)
@@ -1181,11 +1230,34 @@ class QueryGen:
                 [
                     "ROWS BETWEEN 1 PRECEDING AND CURRENT ROW",
                     "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW",
+                    "ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING",
+                    "ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING",
+                    "ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING",
                 ],
             )
             fn = pick(ch, ["SUM", "COUNT", "MAX"])
             typ = BIGINT if fn == "COUNT" or c.type in INTEGRAL else c.type
             return f"{fn}({e}) OVER ({part}{full} {frame})", typ, True, "window_frame"
+        ranged = [r for r in rel.scope if r.exact and r.type in (INT, BIGINT, DATE)]
+        if ranged and chance(ch, 0.15):  # a RANGE frame of a range of values: peers together
+            by = pick(ch, ranged)
+            n = "INTERVAL 1 DAY" if by.type == DATE else pick(ch, ["1", "2"])
+            frame = pick(
+                ch,
+                [
+                    f"RANGE BETWEEN {n} PRECEDING AND CURRENT ROW",
+                    f"RANGE BETWEEN CURRENT ROW AND {n} FOLLOWING",
+                    f"RANGE BETWEEN {n} PRECEDING AND {n} FOLLOWING",
+                    "RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING",
+                ],
+            )
+            order = f"ORDER BY {by.sql} {pick(ch, ['ASC', 'DESC'])}"
+            if numeric and chance(ch, 0.6):
+                e, c = pick(ch, numeric)
+                fn = pick(ch, ["SUM", "MIN", "MAX"])
+                typ = BIGINT if fn == "SUM" and c.type in INTEGRAL else c.type
+                return f"{fn}({e}) OVER ({part}{order} {frame})", typ, True, "window_frame"
+            return f"COUNT(*) OVER ({part}{order} {frame})", BIGINT, True, "window_frame"
         if chance(ch, 0.15):  # values Spark reads in no fixed order, the answer made one
             typ = self.any_type(rel.scope, (INT, DEC, STR, DATE))
             x = self.atom(rel.scope, typ)
@@ -1769,7 +1841,7 @@ def _mutation(
             return [f"DELETE FROM {t} WHERE k = {pick(ch, KEY_VALUES[:4])}"]
         return [f"DELETE FROM {t} WHERE {qg.pred(scope, 0)}"]
     if kind == "delete_extreme":  # the current MIN / MAX
-        col = pick(ch, list(table.cols))
+        col = pick(ch, [c for c in table.cols if c.type != MP])
         fn = pick(ch, ["MAX", "MIN"])
         return [f"DELETE FROM {t} WHERE {col.name} = (SELECT {fn}({col.name}) FROM {t})"]
     if kind == "merge":
@@ -1784,10 +1856,10 @@ def _mutation(
         ]
     if kind == "reinsert" and known:  # delete a row and insert it again: two commits, no net change
         row = pick(ch, known)
-        # a struct is compared as JSON: Iceberg cannot take a struct literal as a filter
+        # a struct or a map is compared as JSON: Iceberg cannot take one as a filter (nor Spark compare maps)
         cond = " AND ".join(
             (f"{c.name} IS NULL" if v == "NULL" else f"to_json({c.name}) = to_json({v})")
-            if c.type == ST
+            if c.type in (ST, MP)
             else f"{c.name} <=> {v}"
             for c, v in zip(table.cols, row, strict=True)
         )
