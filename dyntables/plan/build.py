@@ -51,7 +51,7 @@ from dyntables.plan.ops import (
     Window,
     col,
     map_exprs,
-    replace_nodes,
+    map_nodes,
     scans,
     walk_post_order,
 )
@@ -221,16 +221,24 @@ def _takes_apart(column: exp.Column) -> bool:
 def _read_map_values(root: Node, schema: Schema) -> Node:
     """Each ``m[<constant>]`` of a MAP column ``m`` of a scan read by the scan itself, as
     a column of its own, and ``m`` taken apart otherwise (``explode(m)``, ``size(m)``)
-    read from its entries (see map_values.py); a MAP read otherwise stays, and
-    _prune_scans makes the query FULL for it."""
-    # a scan's output -> (the scan, by its outputs, unique in a plan; its MAP column)
-    maps: dict[str, tuple[tuple[str, ...], str]] = {}
-    for scan in scans(root):
-        types = dict(schema.get(scan.table, []))
-        for source, out in zip(scan.source_columns, scan.out, strict=True):
-            value = map_values.value_type(types.get(source, ""))
-            if value is not None and _groupable(value):
-                maps[out] = (scan.out, source)
+    read from its entries (see map_values.py); also where a projection passes ``m`` on
+    under its name or another (a CTE's or derived table's ``SELECT *``): the columns read
+    of it are passed on instead, and ``m`` itself no more where nothing reads it whole.
+    A MAP read otherwise stays, and _prune_scans makes the query FULL for it."""
+    # a MAP column's name, at its scan or passed on by projections -> (the scan, by its
+    # outputs, unique in a plan; its MAP column; the scan's name for it)
+    maps: dict[str, tuple[tuple[str, ...], str, str]] = {}
+    for n in walk_post_order(root):
+        if isinstance(n, Scan):
+            types = dict(schema.get(n.table, []))
+            for source, out in zip(n.source_columns, n.out, strict=True):
+                value = map_values.value_type(types.get(source, ""))
+                if value is not None and _groupable(value):
+                    maps[out] = (n.out, source, out)
+        elif isinstance(n, Project):
+            for e, out in zip(n.exprs, n.out, strict=True):
+                if _passes_on(e, maps):
+                    maps[out] = maps[e.name]
     if not maps:
         return root
     read: dict[tuple[str, ...], dict[str, str]] = {}  # scan -> {output: scanned column}
@@ -246,31 +254,71 @@ def _read_map_values(root: Node, schema: Schema) -> Node:
             and isinstance(keys[0], exp.Literal)
             and not e.args.get("safe")
         ):
-            scan, source = maps[target.name]
-            out = map_values.output_name(target.name, keys[0])
+            scan, source, base = maps[target.name]
+            out = map_values.output_name(base, keys[0])
             read.setdefault(scan, {})[out] = map_values.value_column(source, keys[0])
             return col(out)
         return e
 
     def entries(e: exp.Expr) -> exp.Expr:
         if isinstance(e, exp.Column) and not e.table and e.name in maps and _takes_apart(e):
-            scan, source = maps[e.name]
-            out = map_values.entries_output(e.name)
+            scan, source, base = maps[e.name]
+            out = map_values.entries_output(base)
             read.setdefault(scan, {})[out] = map_values.entries_column(source)
             return exp.Anonymous(this="map_from_entries", expressions=[col(out)])
         return e
 
     root = map_exprs(root, lambda e: e.transform(at_key).transform(entries))
-    swap: dict[int, Node] = {}
-    for scan in scans(root):
-        values = read.get(scan.out, {})
-        if values:
-            swap[id(scan)] = Scan(
-                scan.table,
-                scan.source_columns + tuple(values.values()),
-                scan.out + tuple(values),
-            )
-    return replace_nodes(root, swap) if swap else root
+    if not read:
+        return root
+
+    def reading(n: Node) -> Node:
+        if isinstance(n, Scan) and read.get(n.out):
+            values = read[n.out]
+            return Scan(n.table, n.source_columns + tuple(values.values()), n.out + tuple(values))
+        if isinstance(n, Project):
+            # what is read of a MAP it passes on, passed on too (under the scan's names)
+            extra: list[str] = []
+            for e in n.exprs:
+                if _passes_on(e, maps):
+                    scan = maps[e.name][0]
+                    extra += [c for c in read.get(scan, {}) if c not in n.out + tuple(extra)]
+            if extra:
+                return replace(
+                    n, exprs=n.exprs + tuple(col(c) for c in extra), out=n.out + tuple(extra)
+                )
+        return n
+
+    return _drop_unread_maps(map_nodes(root, reading), maps)
+
+
+def _passes_on(e: exp.Expr, maps: Mapping[str, object]) -> bool:
+    """Whether a projection's ``e`` is a MAP column passed on whole."""
+    return isinstance(e, exp.Column) and not e.table and e.name in maps
+
+
+def _drop_unread_maps(root: Node, maps: Mapping[str, object]) -> Node:
+    """``root`` without the MAP columns projections pass on that nothing reads any more
+    (what was read of them is passed on beside them), from the top down."""
+    while True:
+        used = _referenced(root)  # the plan's output among them
+
+        def drop(n: Node, used: set[str] = used) -> Node:
+            if not isinstance(n, Project):
+                return n
+            keep = [
+                (e, o)
+                for e, o in zip(n.exprs, n.out, strict=True)
+                if o in used or not _passes_on(e, maps)
+            ]
+            if not keep or len(keep) == len(n.exprs):
+                return n
+            return replace(n, exprs=tuple(e for e, _ in keep), out=tuple(o for _, o in keep))
+
+        rebuilt = map_nodes(root, drop)
+        if _referenced(rebuilt) == used:
+            return rebuilt
+        root = rebuilt
 
 
 def _prune_scans(root: Node, schema: Schema) -> Node:

@@ -228,6 +228,24 @@ def replace_nodes(node: Node, swap: Mapping[int, Node]) -> Node:
     return replace(node, **changes) if changes else node
 
 
+def map_nodes(node: Node, fn: Callable[[Node], Node]) -> Node:
+    """``node`` rebuilt from the bottom up, ``fn`` applied to each operator once its
+    inputs are rebuilt (unlike :func:`replace_nodes`, a replaced operator's inputs are
+    replaced too)."""
+    changes: dict[str, object] = {}
+    for f in fields(node):
+        value = getattr(node, f.name)
+        if isinstance(value, Node):
+            new = map_nodes(value, fn)
+            if new is not value:
+                changes[f.name] = new
+        elif isinstance(value, tuple) and value and all(isinstance(v, Node) for v in value):
+            rebuilt = tuple(map_nodes(v, fn) for v in value)
+            if any(a is not b for a, b in zip(rebuilt, value, strict=True)):
+                changes[f.name] = rebuilt
+    return fn(replace(node, **changes) if changes else node)
+
+
 def map_exprs(node: Node, fn: Callable[[exp.Expr], exp.Expr]) -> Node:
     """``node`` and everything below it with ``fn`` applied to each expression an
     operator holds (predicates, projections, keys, aggregate arguments, ...)."""

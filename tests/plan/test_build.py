@@ -78,7 +78,7 @@ def test_scans_read_only_the_columns_the_query_uses(
     "sql",
     [
         "SELECT k, m FROM t0",
-        "SELECT k, map_concat(m, m) AS mm FROM t0",
+        "SELECT k, map_concat(m, map('z', 0)) AS mm FROM t0",
         "SELECT k, first(m) AS f FROM t0 GROUP BY k",
         "SELECT k, size(m) AS n, m FROM t0",
     ],
@@ -292,7 +292,7 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
         ("SELECT k, explode(sequence(1, COUNT(*))) AS i FROM t0 GROUP BY k", "GENERATOR"),
         ("SELECT k, stack(2, n, z) AS v, RANK() OVER (ORDER BY k) AS r FROM t0", "GENERATOR"),
         ("SELECT k, x.col FROM t0 LATERAL VIEW explode(sequence(1, n)) x", "GENERATOR"),
-        ("SELECT k, explode(map_concat(m, m)) AS (a, b) FROM t0", "MAP_COLUMN"),
+        ("SELECT k, explode(map_concat(m, map('z', 0))) AS (a, b) FROM t0", "MAP_COLUMN"),
         ("SELECT k, n FROM t0 TABLESAMPLE (50 PERCENT)", "TABLESAMPLE"),
         ("SELECT a.k FROM t0 AS a TABLESAMPLE (2 ROWS) JOIN t1 ON a.k = t1.k", "TABLESAMPLE"),
         ("SELECT * FROM t1 PIVOT (FIRST(k) FOR s IN ('a', 'b'))", "PIVOT"),
@@ -1185,3 +1185,40 @@ def test_rows_tied_in_a_window_are_told_apart_by_a_maps_entries() -> None:
         assert "m" not in scans(plan.root)[0].source_columns
         windows = [n for n in walk_post_order(plan.root) if isinstance(n, Window)]
         assert "MAP_ENTRIES(MAP_FROM_ENTRIES(" in windows[-1].funcs[0].sql("spark")
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "WITH src AS (SELECT * FROM t0) SELECT k, m['a'] AS a, size(m) AS n FROM src",
+        "SELECT y.k, y.mm['a'] AS a FROM (SELECT x.k, x.m AS mm FROM (SELECT k, m FROM t0) x) y",
+        "WITH src AS (SELECT k, m FROM t0) SELECT a.k, a.m['a'] AS x, b.m['b'] AS y "
+        "FROM src a JOIN src b ON a.k = b.k",
+        "SELECT k, ROW_NUMBER() OVER (PARTITION BY m['a'] ORDER BY k) AS r FROM (SELECT * FROM t0) x",
+    ],
+)
+def test_a_map_passed_on_by_a_projection_is_read_as_what_is_read_of_it(sql: str) -> None:
+    """A CTE's ``SELECT *`` (a staging model's usual first step) passes a MAP on whole:
+    the projections pass on what is read of it instead, and the MAP no more."""
+    plan = build_plan(sql, SCHEMA, qualify)
+    for scan in scans(plan.root):
+        assert "m" not in scan.source_columns
+        assert any(map_values.base_column(c) == "m" != c for c in scan.source_columns)
+    projected = [n for n in walk_post_order(plan.root) if isinstance(n, Project)]
+    read = {c for s in scans(plan.root) for c in s.out}
+    for p in projected[:-1]:  # each passes on only what its input has
+        below = {c for n in walk_post_order(p.child) for c in n.columns}
+        assert {e.name for e in p.exprs if isinstance(e, exp.Column)} <= below | read
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "WITH src AS (SELECT * FROM t0) SELECT k, m FROM src",
+        "SELECT x.k, x.m['a'] AS a FROM (SELECT k, m FROM t0 UNION ALL SELECT k, m FROM t0) x",
+    ],
+)
+def test_a_map_passed_on_to_the_table_or_through_a_union_stays_full(sql: str) -> None:
+    with pytest.raises(NotIncremental) as err:
+        build_plan(sql, SCHEMA, qualify)
+    assert err.value.code == "MAP_COLUMN"
