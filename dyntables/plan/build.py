@@ -164,7 +164,7 @@ def build_plan(
     node, names = builder.query(qualified, {})
     if not scans(node):
         raise NotIncremental("NO_SOURCE", "query", "the query reads no table: it never changes")
-    node = _prune_scans(_read_map_values(node, schema), schema)
+    node = _prune_scans(_drop_unread_columns(_read_map_values(node, schema)), schema)
     return Plan(node, tuple(names), tuple(builder.not_provably_empty))
 
 
@@ -269,8 +269,6 @@ def _read_map_values(root: Node, schema: Schema) -> Node:
         return e
 
     root = map_exprs(root, lambda e: e.transform(at_key).transform(entries))
-    if not read:
-        return root
 
     def reading(n: Node) -> Node:
         if isinstance(n, Scan) and read.get(n.out):
@@ -289,7 +287,7 @@ def _read_map_values(root: Node, schema: Schema) -> Node:
                 )
         return n
 
-    return _drop_unread_maps(map_nodes(root, reading), maps)
+    return map_nodes(root, reading)
 
 
 def _passes_on(e: exp.Expr, maps: Mapping[str, object]) -> bool:
@@ -297,11 +295,13 @@ def _passes_on(e: exp.Expr, maps: Mapping[str, object]) -> bool:
     return isinstance(e, exp.Column) and not e.table and e.name in maps
 
 
-def _drop_unread_maps(root: Node, maps: Mapping[str, object]) -> Node:
-    """``root`` without the MAP columns projections pass on that nothing reads any more
-    (what was read of them is passed on beside them), from the top down."""
+def _drop_unread_columns(root: Node) -> Node:
+    """``root`` without the columns projections pass on as they are that nothing reads
+    (a CTE's or derived table's ``SELECT *``; a MAP of which only what is read is now
+    passed on beside it), from the top down: the scans then read only what the query
+    uses. Dropping a column changes no row's weight (projection is linear)."""
     while True:
-        used = _referenced(root)  # the plan's output among them
+        used = _referenced(root)  # the plan's output and a UNION's inputs among them
 
         def drop(n: Node, used: set[str] = used) -> Node:
             if not isinstance(n, Project):
@@ -309,7 +309,7 @@ def _drop_unread_maps(root: Node, maps: Mapping[str, object]) -> Node:
             keep = [
                 (e, o)
                 for e, o in zip(n.exprs, n.out, strict=True)
-                if o in used or not _passes_on(e, maps)
+                if o in used or not isinstance(e, exp.Column) or e.table
             ]
             if not keep or len(keep) == len(n.exprs):
                 return n

@@ -478,6 +478,15 @@ class QueryGen:
         scope += [r for c in table.cols if c.type == MP for r in map_reads(f"{a}.{c.name}")]
         return Rel(f"{table.name} AS {a}", scope, {table.name})
 
+    def star(self, rel: Rel) -> None:
+        """A scan's table as a derived table of all its columns (a staging model's
+        ``WITH src AS (SELECT * FROM ...)``), maybe filtered: the same scope, every
+        column (a MAP too) passed on whole by a projection."""
+        table, alias = rel.from_sql.split(" AS ")
+        where = pick(self.ch, ["", " WHERE k IS NOT NULL", " WHERE k <> 3"])
+        rel.from_sql = f"(SELECT * FROM {table}{where}) AS {alias}"
+        rel.tags.add("star")
+
     def constant(self) -> Rel:
         """Rows of literals joined like a table (an inline mapping table): VALUES or
         SELECTs without FROM, with a duplicate and NULLs; the same at every snapshot."""
@@ -506,9 +515,13 @@ class QueryGen:
     ) -> Rel:
         ch = self.ch
         rel = self.scan(first or pick(ch, self.tables))
+        if chance(ch, 0.08):
+            self.star(rel)
         for _ in range(ch.int(1, max_tables) - 1):
             table = pick(ch, self.tables)
             right = self.constant() if chance(ch, 0.08) else self.scan(table)
+            if right.tables and chance(ch, 0.06):
+                self.star(right)
             kinds = (
                 [
                     "JOIN",

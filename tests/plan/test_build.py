@@ -55,8 +55,14 @@ def scanned(sql: str) -> list[tuple[str, tuple[str, ...]]]:
             "SELECT k, ROW_NUMBER() OVER (PARTITION BY k ORDER BY n) AS r FROM t0",
             [("t0", ("k", "n"))],
         ),
-        # a CTE named like its source, and its body's table read once
-        ("WITH t0 AS (SELECT k, n FROM t0 WHERE k > 1) SELECT k FROM t0", [("t0", ("k", "n"))]),
+        # a CTE named like its source, and its body's table read once, only the columns
+        # read above it
+        ("WITH t0 AS (SELECT k, n FROM t0 WHERE k > 1) SELECT k FROM t0", [("t0", ("k",))]),
+        ("WITH s AS (SELECT * FROM t0) SELECT n FROM s WHERE z > 0", [("t0", ("n", "z"))]),
+        (
+            "SELECT x.k FROM (SELECT * FROM t0) AS x JOIN t1 ON x.n = t1.k",
+            [("t0", ("k", "n")), ("t1", ("k",))],
+        ),
         ("SELECT public.t0.k FROM public.t0", [("t0", ("k",))]),
         # a time bucket's projection passes on only the columns the query names
         (
@@ -1222,3 +1228,12 @@ def test_a_map_passed_on_to_the_table_or_through_a_union_stays_full(sql: str) ->
     with pytest.raises(NotIncremental) as err:
         build_plan(sql, SCHEMA, qualify)
     assert err.value.code == "MAP_COLUMN"
+
+
+def test_a_map_passed_on_and_never_read_is_not_scanned() -> None:
+    plan = build_plan(
+        "SELECT t1.s FROM (SELECT * FROM t0 WHERE k > 1) AS x JOIN t1 ON x.k = t1.k",
+        SCHEMA,
+        qualify,
+    )
+    assert scans(plan.root)[0].source_columns == ("k",)  # not the MAP, nor n, z, ts
