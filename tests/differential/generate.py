@@ -109,6 +109,16 @@ ST_FIELDS = (("a", INT), ("b", STR))
 MP = "MAP<STRING, INT>"
 
 
+# a scope's column read out of a MAP column (``l0.m['a']``, ``size(l0.m)``)
+MAP_READ = re.compile(r"\bl\d+\.m\b")
+
+
+def unmapped(scope: Sequence[Ref]) -> list[Ref]:
+    """``scope`` without what is read out of a MAP: Spark refuses a subquery correlated
+    with a MAP (UNSUPPORTED_CORRELATED_REFERENCE_DATA_TYPE), also through a value of it."""
+    return [r for r in scope if not MAP_READ.search(r.sql)] or list(scope)
+
+
 def map_reads(m: str) -> list[Ref]:
     """The scope's columns read out of the MAP column ``m`` (``l0.m``)."""
     return [
@@ -640,7 +650,8 @@ class QueryGen:
                 if chance(ch, 0.3):  # no inner key: aggregated per distinct outer value
                     rel.tags.add("correlated_by_range")
                     op = pick(ch, ["<", ">=", "<>", "<=>"])
-                conj.append(f"{self.key_of(inner.scope).sql} {op} {self.key_of(rel.scope).sql}")
+                outer = self.key_of(unmapped(rel.scope)).sql
+                conj.append(f"{self.key_of(inner.scope).sql} {op} {outer}")
         if chance(ch, 0.4):
             conj.append(self.pred(inner.scope, 0))
         where = f" WHERE {' AND '.join(conj)}" if conj else ""
@@ -654,7 +665,7 @@ class QueryGen:
         table = pick(ch, self.tables)
         inner = self.scan(table)
         rel.tables |= inner.tables
-        outer_key = self.key_of(rel.scope)
+        outer_key = self.key_of(rel.scope if kind in ("in", "not_in") else unmapped(rel.scope))
         inner_key = self.key_of(inner.scope)
         local = f" AND {self.pred(inner.scope, 0)}" if chance(ch, 0.4) else ""
         if kind == "not_in":  # a NULL on either side, or no rows at all, decides a lot
@@ -687,7 +698,8 @@ class QueryGen:
             typ = self.any_type(inner.scope + rel.scope)
             inner_side = self.atom(inner.scope, typ)
             op = pick(ch, ["<", "<=", "<>", ">="])
-            local += f" AND {self.compared(typ, inner_side, op, self.atom(rel.scope, typ))}"
+            outer_side = self.atom(unmapped(rel.scope), typ)
+            local += f" AND {self.compared(typ, inner_side, op, outer_side)}"
             rel.tags.add("residual_both_sides")
         correlation = f"{inner_key.sql} = {outer_key.sql}"
         if not equi_only and chance(ch, 0.1):  # no equality: all matched again on a change
@@ -908,7 +920,7 @@ class QueryGen:
             sql += " GROUP BY " + ", ".join(keys)
         having = [self.having(rel.scope)] if chance(ch, 0.3) else []
         if columns and not windowed and not grouping and chance(ch, 0.1):
-            having.append(self.having_subquery(rel, pick(ch, columns)))
+            having.append(self.having_subquery(rel, pick(ch, unmapped(columns))))
             tags.add("having_subquery")
         if having:
             tags.add("having")
