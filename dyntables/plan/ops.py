@@ -214,36 +214,30 @@ def replace_nodes(node: Node, swap: Mapping[int, Node]) -> Node:
     new one."""
     if id(node) in swap:
         return swap[id(node)]
-    changes: dict[str, object] = {}
-    for f in fields(node):
-        value = getattr(node, f.name)
-        if isinstance(value, Node):
-            new = replace_nodes(value, swap)
-            if new is not value:
-                changes[f.name] = new
-        elif isinstance(value, tuple) and value and all(isinstance(v, Node) for v in value):
-            rebuilt = tuple(replace_nodes(v, swap) for v in value)
-            if any(a is not b for a, b in zip(rebuilt, value, strict=True)):
-                changes[f.name] = rebuilt
-    return replace(node, **changes) if changes else node
+    return _with_inputs(node, lambda n: replace_nodes(n, swap))
 
 
 def map_nodes(node: Node, fn: Callable[[Node], Node]) -> Node:
     """``node`` rebuilt from the bottom up, ``fn`` applied to each operator once its
     inputs are rebuilt (unlike :func:`replace_nodes`, a replaced operator's inputs are
     replaced too)."""
+    return fn(_with_inputs(node, lambda n: map_nodes(n, fn)))
+
+
+def _with_inputs(node: Node, rebuild: Callable[[Node], Node]) -> Node:
+    """``node`` over its inputs rebuilt by ``rebuild`` (itself where none changed)."""
     changes: dict[str, object] = {}
     for f in fields(node):
         value = getattr(node, f.name)
         if isinstance(value, Node):
-            new = map_nodes(value, fn)
+            new = rebuild(value)
             if new is not value:
                 changes[f.name] = new
         elif isinstance(value, tuple) and value and all(isinstance(v, Node) for v in value):
-            rebuilt = tuple(map_nodes(v, fn) for v in value)
+            rebuilt = tuple(rebuild(v) for v in value)
             if any(a is not b for a, b in zip(rebuilt, value, strict=True)):
                 changes[f.name] = rebuilt
-    return fn(replace(node, **changes) if changes else node)
+    return replace(node, **changes) if changes else node
 
 
 def map_exprs(node: Node, fn: Callable[[exp.Expr], exp.Expr]) -> Node:
