@@ -493,7 +493,8 @@ class QueryGen:
         ``WITH src AS (SELECT * FROM ...)``), maybe filtered: the same scope, every
         column (a MAP too) passed on whole by a projection."""
         table, alias = rel.from_sql.split(" AS ")
-        where = pick(self.ch, ["", " WHERE k IS NOT NULL", " WHERE k <> 3"])
+        first = rel.scope[0].sql.split(".", 1)[1]  # k, or an upstream dynamic table's c0
+        where = pick(self.ch, ["", f" WHERE {first} IS NOT NULL"])
         rel.from_sql = f"(SELECT * FROM {table}{where}) AS {alias}"
         rel.tags.add("star")
 
