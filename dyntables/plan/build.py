@@ -9,6 +9,7 @@ Anything outside that grammar raises :class:`NotIncremental` with a stable code.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -300,25 +301,27 @@ def _drop_unread_columns(root: Node) -> Node:
     (a CTE's or derived table's ``SELECT *``; a MAP of which only what is read is now
     passed on beside it), from the top down: the scans then read only what the query
     uses. Dropping a column changes no row's weight (projection is linear)."""
+    used = _referenced(root)  # the plan's output and a UNION's inputs among them
     while True:
-        used = _referenced(root)  # the plan's output and a UNION's inputs among them
-
-        def drop(n: Node, used: set[str] = used) -> Node:
-            if not isinstance(n, Project):
-                return n
-            keep = [
-                (e, o)
-                for e, o in zip(n.exprs, n.out, strict=True)
-                if o in used or not isinstance(e, exp.Column) or e.table
-            ]
-            if not keep or len(keep) == len(n.exprs):
-                return n
-            return replace(n, exprs=tuple(e for e, _ in keep), out=tuple(o for _, o in keep))
-
-        rebuilt = map_nodes(root, drop)
-        if _referenced(rebuilt) == used:
+        rebuilt = map_nodes(root, functools.partial(_without_unread, used=used))
+        now = _referenced(rebuilt)
+        if now == used:  # nothing more became unread
             return rebuilt
-        root = rebuilt
+        root, used = rebuilt, now
+
+
+def _without_unread(n: Node, used: set[str]) -> Node:
+    """Projection ``n`` without the bare columns it passes on that are not ``used``."""
+    if not isinstance(n, Project):
+        return n
+    keep = [
+        (e, o)
+        for e, o in zip(n.exprs, n.out, strict=True)
+        if o in used or not isinstance(e, exp.Column) or e.table
+    ]
+    if not keep or len(keep) == len(n.exprs):
+        return n
+    return replace(n, exprs=tuple(e for e, _ in keep), out=tuple(o for _, o in keep))
 
 
 def _prune_scans(root: Node, schema: Schema) -> Node:
