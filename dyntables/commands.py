@@ -517,8 +517,13 @@ class Commands:
         return None
 
     def _analyze(self, spark: Any, pinned_sql: str, dt: DynamicTableDef) -> Any:
+        """The query's schema, refused as Spark would refuse to run it. The table is built
+        from the compiled plan, not from the query, so a query Spark analyzes but cannot
+        plan (a subquery correlated with a MAP's value, refused by the optimizer) would
+        otherwise make a table its own query could never be checked against."""
         try:
             df = spark.sql(pinned_sql)  # analysis only: no job runs
+            df._jdf.queryExecution().optimizedPlan()  # planning only, likewise
         except Exception as exc:
             from dyntables.engine.errors import translate
 

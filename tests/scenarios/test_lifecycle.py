@@ -179,6 +179,22 @@ def test_unknown_source_and_bad_sql_leave_nothing_behind(lh: Lakehouse, unique) 
     assert lh.sql(f"SHOW TABLES LIKE '{name}'").count() == 0
 
 
+def test_a_query_spark_analyzes_but_cannot_plan_is_refused_at_create(lh: Lakehouse, unique) -> None:
+    """Spark refuses a subquery correlated with a MAP's value in its optimizer, after
+    analysis; the compiled plan reads the value as a column and could fill the table,
+    which its own query could then never be checked against: refused at CREATE."""
+    src, name = unique("mapsrc"), unique("corrmap")
+    lh.sql(f"CREATE TABLE {src} (k INT, m MAP<STRING, INT>)")
+    lh.sql(f"INSERT INTO {src} VALUES (1, map('a', 1))")
+    with pytest.raises(AnalysisError) as err:
+        lh.sql(
+            f"CREATE DYNAMIC TABLE {name} AS SELECT COUNT(*) AS c FROM {src} AS o "
+            f"WHERE 0 < (SELECT COUNT(*) FROM {src} AS i WHERE i.m['a'] = o.m['a'])"
+        )
+    assert name in err.value.message and "cannot be map type" in err.value.message
+    assert lh.sql(f"SHOW TABLES LIKE '{name}'").count() == 0
+
+
 def test_refresh_mode_incremental_refuses_a_query_without_delta_rules(
     lh: Lakehouse, pipeline, unique
 ) -> None:
