@@ -452,7 +452,9 @@ class Commands:
                 raise InvalidOptionError(
                     f"dynamic table {dt.name} lists {len(columns)} columns but its query returns {len(schema.fields)}"
                 )
-            compiled = self.registry.planner.compile_for_create(dt, columns)
+            compiled = self.registry.planner.compile_for_create(
+                dt, columns, [(f.name, f.dataType.simpleString()) for f in schema.fields]
+            )
             dt = dt.with_options(
                 query_columns=tuple(schema.names),
                 plan_columns=tuple(compiled.plan.output_names) if compiled.plan else (),

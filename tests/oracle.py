@@ -28,16 +28,20 @@ def differences(lh: Lakehouse, dt_name: str) -> tuple[int, int]:
 
 
 def _rounded(df):  # type: ignore[no-untyped-def]
+    """Doubles rounded; a MAP (which Spark cannot group) as its entries, each as JSON,
+    sorted (a MAP's entries have no order of their own)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import DoubleType, FloatType
+    from pyspark.sql.types import DoubleType, FloatType, MapType
 
-    cols = [
-        F.round(F.col(back_quoted(f.name)), 6).alias(f.name)
-        if isinstance(f.dataType, (DoubleType, FloatType))
-        else F.col(back_quoted(f.name))
-        for f in df.schema.fields
-    ]
-    return df.select(*cols)
+    def normal(f):  # type: ignore[no-untyped-def]
+        c = back_quoted(f.name)
+        if isinstance(f.dataType, (DoubleType, FloatType)):
+            return F.round(F.col(c), 6).alias(f.name)
+        if isinstance(f.dataType, MapType):
+            return F.expr(f"array_sort(transform(map_entries({c}), e -> to_json(e)))").alias(f.name)
+        return F.col(c)
+
+    return df.select(*[normal(f) for f in df.schema.fields])
 
 
 def assert_oracle(lh: Lakehouse, dt_name: str) -> None:

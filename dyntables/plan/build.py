@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from sqlglot import exp
@@ -90,6 +90,9 @@ class Plan:
     # over an input Spark's optimizer empties, Spark answers NULL, not 0); the planner
     # asks Spark, which the pure builder cannot
     not_provably_empty: tuple[str, ...] = ()
+    # the root's columns holding a MAP as its entries (map_entries): the table's column
+    # is written as map_from_entries of it and matched by map_entries (refresh/apply.py)
+    entries: frozenset[str] = frozenset()
 
 
 _SUPPORTED_AGGS: dict[type[exp.Expr], str] = {
@@ -104,8 +107,14 @@ Scope = dict[tuple[str, str], str]  # (alias, column) -> internal name
 
 
 def build_plan(
-    query_text: str, schema: Schema, qualify_name: Callable[[TableName], TableName]
+    query_text: str,
+    schema: Schema,
+    qualify_name: Callable[[TableName], TableName],
+    map_outputs: Collection[int] = (),
 ) -> Plan:
+    """``map_outputs``: the positions of the query's columns Spark types as a MAP (the
+    pure builder cannot type every expression); each must be carried as its entries, or
+    the query is FULL."""
     tree = inline_named_windows(scoped_names(parse_query(query_text), qualify_name))
     semi_join_fields_as_dots(tree)
     tree = mark_unnamed(tree)
@@ -165,8 +174,17 @@ def build_plan(
     node, names = builder.query(qualified, {})
     if not scans(node):
         raise NotIncremental("NO_SOURCE", "query", "the query reads no table: it never changes")
-    node = _prune_scans(_drop_unread_columns(_read_map_values(node, schema)), schema)
-    return Plan(node, tuple(names), tuple(builder.not_provably_empty))
+    node, entries = _read_map_values(node, schema, frozenset(map_outputs))
+    for i in sorted(map_outputs):
+        if node.columns[i] not in entries:
+            raise NotIncremental(
+                "MAP_COLUMN",
+                "output",
+                f"column {names[i]} is a MAP computed below the query's last projection, "
+                "or by an aggregate: Spark cannot group or compare it",
+            )
+    node = _prune_scans(_drop_unread_columns(node), schema)
+    return Plan(node, tuple(names), tuple(builder.not_provably_empty), entries)
 
 
 def _referenced(root: Node) -> set[str]:
@@ -211,15 +229,19 @@ _TAKE_APART_CALLS = frozenset({"cardinality", "map_values", "map_entries"})
 
 def _takes_apart(column: exp.Column) -> bool:
     """Whether ``column`` (a MAP) is read by a call that takes it apart (its values at a
-    key read from the row, its size, keys, entries, rows), not selected, compared or
-    passed on whole."""
+    key read from the row, its size, keys, entries, rows, whether it is NULL), not
+    selected, compared or passed on whole."""
     parent = column.parent
+    if isinstance(parent, exp.Is):  # IS [NOT] NULL reads whether there is a MAP at all
+        return column.arg_key == "this" and isinstance(parent.expression, exp.Null)
     if isinstance(parent, (exp.Bracket, *_TAKE_APART)):
         return column.arg_key == "this"
     return isinstance(parent, exp.Anonymous) and parent.name.lower() in _TAKE_APART_CALLS
 
 
-def _read_map_values(root: Node, schema: Schema) -> Node:
+def _read_map_values(
+    root: Node, schema: Schema, outputs: frozenset[int] = frozenset()
+) -> tuple[Node, frozenset[str]]:
     """Each ``m[<constant>]`` of a MAP column ``m`` of a scan read by the scan itself, as
     a column of its own, and ``m`` taken apart otherwise (``explode(m)``, ``size(m)``)
     read from its entries (see map_values.py); also where a projection passes ``m`` on
@@ -240,9 +262,10 @@ def _read_map_values(root: Node, schema: Schema) -> Node:
             for e, out in zip(n.exprs, n.out, strict=True):
                 if _passes_on(e, maps):
                     maps[out] = maps[e.name]
-    if not maps:
-        return root
     read: dict[tuple[str, ...], dict[str, str]] = {}  # scan -> {output: scanned column}
+    root, carried = _map_outputs_as_entries(root, outputs, maps, read)
+    if not maps:
+        return root, carried
 
     def at_key(e: exp.Expr) -> exp.Expr:
         target, keys = e.this, e.expressions
@@ -288,7 +311,60 @@ def _read_map_values(root: Node, schema: Schema) -> Node:
                 )
         return n
 
-    return map_nodes(root, reading)
+    return map_nodes(root, reading), carried
+
+
+def _map_outputs_as_entries(
+    root: Node,
+    outputs: frozenset[int],
+    maps: Mapping[str, tuple[tuple[str, ...], str, str]],
+    read: dict[tuple[str, ...], dict[str, str]],
+) -> tuple[Node, frozenset[str]]:
+    """``root`` with each MAP it returns (at ``outputs``, the positions Spark types as a
+    MAP, and wherever it passes on a source's MAP whole) returned as its entries, and the
+    root's columns that now hold entries. A delta is consolidated and matched with the
+    table's rows by every column, and Spark can group entries where it cannot group a
+    MAP; the table's column is written as ``map_from_entries`` of them (the same MAP,
+    its entries in the same order) and read as ``map_entries`` where it is matched. A
+    source's MAP passed on whole is read as its entries by the scan; a MAP computed by
+    the root's projection (``map('a', n)``, ``map_concat(m, ...)``) is computed there and
+    taken apart at once, reading any source MAP in it from its entries. Only the root's
+    projection (or each of a UNION ALL's) is rewritten: a MAP computed below it and
+    passed on stays a MAP, and the query FULL."""
+    if isinstance(root, UnionAll):
+        rebuilt = [_map_outputs_as_entries(c, outputs, maps, read) for c in root.inputs]
+        carried = frozenset(
+            out
+            for i, out in enumerate(root.columns)
+            if all(c.columns[i] in held for c, held in rebuilt)
+        )
+        return replace(root, inputs=tuple(c for c, _ in rebuilt)), carried
+    if not isinstance(root, Project):
+        return root, frozenset()
+
+    def as_entries(name: str) -> exp.Expr:
+        scan, source, base = maps[name]
+        out = map_values.entries_output(base)
+        read.setdefault(scan, {})[out] = map_values.entries_column(source)
+        return col(out)
+
+    def inner(e: exp.Expr) -> exp.Expr:
+        if isinstance(e, exp.Column) and not e.table and e.name in maps:
+            return exp.Anonymous(this="map_from_entries", expressions=[as_entries(e.name)])
+        return e
+
+    exprs, held = list(root.exprs), set()
+    for i, (e, out) in enumerate(zip(root.exprs, root.out, strict=True)):
+        if _passes_on(e, maps):
+            exprs[i] = as_entries(e.name)
+        elif i in outputs and not isinstance(e, exp.Column):
+            exprs[i] = exp.Anonymous(this="map_entries", expressions=[e.transform(inner)])
+        else:
+            continue
+        held.add(out)
+    if not held:
+        return root, frozenset()
+    return replace(root, exprs=tuple(exprs)), frozenset(held)
 
 
 def _passes_on(e: exp.Expr, maps: Mapping[str, object]) -> bool:

@@ -73,6 +73,28 @@ def _helper(name: str, columns: list[str]) -> str:
     return name
 
 
+def _read(columns: list[str], maps: frozenset[str]) -> str:
+    """Select items reading the table's ``columns`` as a delta holds them: a MAP as its
+    entries (``maps``: see Plan.entries), which Spark can group and compare."""
+    return ", ".join(
+        f"map_entries({back_quoted(c)}) AS {back_quoted(c)}" if c in maps else back_quoted(c)
+        for c in columns
+    )
+
+
+def _written(columns: list[str], maps: frozenset[str], qualifier: str = "") -> str:
+    """Select items writing a delta's ``columns`` into the table: a MAP's entries as the
+    MAP, under the column's name (a DataFrame write matches columns by name); or, of
+    relation ``qualifier``, a MERGE's values (which take no names)."""
+    items = []
+    for c in columns:
+        ref = f"{qualifier}.{back_quoted(c)}" if qualifier else back_quoted(c)
+        if c in maps:
+            ref = f"map_from_entries({ref})" + ("" if qualifier else f" AS {back_quoted(c)}")
+        items.append(ref)
+    return ", ".join(items)
+
+
 def apply_delta(
     spark: Any,
     table_sql: str,
@@ -81,12 +103,14 @@ def apply_delta(
     view_prefix: str,
     table_rows: int | None = None,
     partitioning: Partitioning | None = None,
+    maps: frozenset[str] = frozenset(),
 ) -> Applied:
     """``partitioning``: the table's partition fields and a way to count the data files
     in some of its partitions (see :class:`Partitioning`), so a delta that removes rows
-    can overwrite the partitions holding them instead of MERGing."""
+    can overwrite the partitions holding them instead of MERGing. ``maps``: the columns
+    whose delta holds a MAP as its entries (read and written so, see :func:`_read`)."""
     if table_rows is not None and table_rows <= SINGLE_JOB_MAX_ROWS:
-        return _rewrite_counted(spark, table_sql, columns, delta_sql, view_prefix)
+        return _rewrite_counted(spark, table_sql, columns, delta_sql, view_prefix, maps)
     cols = ", ".join(back_quoted(c) for c in columns)
     i = _helper("__i", columns)
     stored, consolidated = cached_alone(
@@ -116,7 +140,7 @@ def apply_delta(
             return Applied(0, 0)
         if negatives == 0:
             spark.sql(
-                f"INSERT INTO {table_sql} SELECT {cols} FROM "
+                f"INSERT INTO {table_sql} SELECT {_written(columns, maps)} FROM "
                 f"(SELECT *, explode(sequence(1, {W})) AS {i} FROM {view}) _x"
             )
             return Applied(inserted, deleted)
@@ -126,24 +150,29 @@ def apply_delta(
             else None
         )
         if condition is not None:
-            _overwrite(spark, table_sql, columns, view, condition)
+            _overwrite(spark, table_sql, columns, view, condition, maps)
         elif merges:
-            _merge(spark, table_sql, columns, view, _losing_ranges(bounded, row))
+            _merge(spark, table_sql, columns, view, _losing_ranges(bounded, row), maps)
         else:
-            _rewrite_counted(spark, table_sql, columns, f"SELECT * FROM {view}", view_prefix)
+            _rewrite_counted(spark, table_sql, columns, f"SELECT * FROM {view}", view_prefix, maps)
         return Applied(inserted, deleted)
     finally:
         stored.unpersist()
 
 
-def append_delta(spark: Any, table_sql: str, columns: list[str], delta_sql: str) -> None:
+def append_delta(
+    spark: Any,
+    table_sql: str,
+    columns: list[str],
+    delta_sql: str,
+    maps: frozenset[str] = frozenset(),
+) -> None:
     """Append a delta known to hold only positive weights (see
     :func:`dyntables.ivm.rules.keeps_inserts_positive`): one job, no consolidation, no
     count (the staged snapshot's summary says how many rows were added)."""
-    cols = ", ".join(back_quoted(c) for c in columns)
     i = _helper("__i", columns)
     spark.sql(
-        f"INSERT INTO {table_sql} SELECT {cols} FROM "
+        f"INSERT INTO {table_sql} SELECT {_written(columns, maps)} FROM "
         f"(SELECT *, explode(sequence(1, {W})) AS {i} FROM ({delta_sql}) _d) _x"
     )
 
@@ -159,7 +188,12 @@ def _checked_count(expr: exp.Expr) -> str:
 
 
 def _rewrite_counted(
-    spark: Any, table_sql: str, columns: list[str], delta_sql: str, view_prefix: str
+    spark: Any,
+    table_sql: str,
+    columns: list[str],
+    delta_sql: str,
+    view_prefix: str,
+    maps: frozenset[str] = frozenset(),
 ) -> Applied:
     """New contents = current rows + delta, counted per value, in one overwrite that
     also reports (as observed metrics) how many copies the delta added and removed."""
@@ -170,7 +204,7 @@ def _rewrite_counted(
     n, d, m, i = (_helper(h, columns) for h in ("_n", "_d", "_m", "__i"))
     counted = spark.sql(
         f"SELECT {cols}, SUM({n}) AS {n}, SUM({d}) AS {d} FROM ("
-        f"SELECT {cols}, CAST(1 AS BIGINT) AS {n}, CAST(0 AS BIGINT) AS {d} FROM {table_sql} "
+        f"SELECT {_read(columns, maps)}, CAST(1 AS BIGINT) AS {n}, CAST(0 AS BIGINT) AS {d} FROM {table_sql} "
         f"UNION ALL SELECT {cols}, CAST(0 AS BIGINT), CAST({W} AS BIGINT) FROM ({delta_sql}) _x"
         f") _u GROUP BY {cols}"
     )
@@ -185,7 +219,7 @@ def _rewrite_counted(
     try:
         checked = _checked_count(exp.Add(this=exp.column(n), expression=exp.column(d)))
         spark.sql(
-            f"INSERT OVERWRITE {table_sql} SELECT {cols} FROM (SELECT *, explode(sequence(1, {m})) AS {i} FROM "
+            f"INSERT OVERWRITE {table_sql} SELECT {_written(columns, maps)} FROM (SELECT *, explode(sequence(1, {m})) AS {i} FROM "
             f"(SELECT {cols}, {checked} AS {m} FROM {view}) _k WHERE {m} > 0) _e"
         )
     finally:
@@ -398,7 +432,14 @@ def _overwrite_condition(
     return " OR ".join(parts) if parts else None
 
 
-def _overwrite(spark: Any, table_sql: str, columns: list[str], view: str, condition: str) -> None:
+def _overwrite(
+    spark: Any,
+    table_sql: str,
+    columns: list[str],
+    view: str,
+    condition: str,
+    maps: frozenset[str] = frozenset(),
+) -> None:
     """The partitions ``condition`` selects, rewritten with their rows plus the delta's,
     counted per value; the delta's rows outside them (values that only gain copies) are
     added in the same commit."""
@@ -408,17 +449,22 @@ def _overwrite(spark: Any, table_sql: str, columns: list[str], view: str, condit
     n, m, i = (_helper(h, columns) for h in ("_n", "_m", "__i"))
     checked = _checked_count(exp.column(n))
     rows = spark.sql(
-        f"SELECT {cols} FROM (SELECT *, explode(sequence(1, {m})) AS {i} FROM ("
+        f"SELECT {_written(columns, maps)} FROM (SELECT *, explode(sequence(1, {m})) AS {i} FROM ("
         f"SELECT {cols}, {checked} AS {m} FROM ("
         f"SELECT {cols}, SUM({n}) AS {n} FROM ("
-        f"SELECT {cols}, CAST(1 AS BIGINT) AS {n} FROM {table_sql} WHERE {condition} "
+        f"SELECT {_read(columns, maps)}, CAST(1 AS BIGINT) AS {n} FROM {table_sql} WHERE {condition} "
         f"UNION ALL SELECT {cols}, {W} FROM {view}) _u GROUP BY {cols}) _s) _k WHERE {m} > 0) _e"
     )
     rows.writeTo(table_sql).overwrite(F.expr(condition))
 
 
 def _merge(
-    spark: Any, table_sql: str, columns: list[str], view: str, ranges: str | None = None
+    spark: Any,
+    table_sql: str,
+    columns: list[str],
+    view: str,
+    ranges: str | None = None,
+    maps: frozenset[str] = frozenset(),
 ) -> None:
     """Values that lose copies: deleted and inserted back (current - n) times; values
     that gain copies: inserted. ``ranges`` (see :func:`_losing_ranges`) limits which of
@@ -434,7 +480,8 @@ def _merge(
     # current copies of every value that loses copies
     current = (
         f"SELECT v.*, COUNT(t.{one}) AS {cur} FROM (SELECT * FROM {view} WHERE {W} < 0) v "
-        f"LEFT JOIN (SELECT *, 1 AS {one} FROM {table_sql} t{where}) t ON {match} GROUP BY ALL"
+        f"LEFT JOIN (SELECT {_read(columns, maps)}, 1 AS {one} FROM {table_sql} t{where}) t "
+        f"ON {match} GROUP BY ALL"
     )
     checked = _checked_count(exp.Add(this=exp.column(cur), expression=exp.column(W)))
     source = (
@@ -444,13 +491,15 @@ def _merge(
         f"UNION ALL SELECT {cols}, 'I' AS {op} FROM (SELECT *, explode(sequence(1, {W})) AS {i} FROM {view} "
         f"WHERE {W} > 0) _p"
     )
-    on = spark_sql(
-        null_safe_eq_all(
-            [exp.column(c, "t") for c in columns], [exp.column(c, "s") for c in columns]
-        )
-    )
+    target = [
+        exp.Anonymous(this="map_entries", expressions=[exp.column(c, "t", quoted=True)])
+        if c in maps
+        else exp.column(c, "t")
+        for c in columns
+    ]
+    on = spark_sql(null_safe_eq_all(target, [exp.column(c, "s") for c in columns]))
     names = ", ".join(back_quoted(c) for c in columns)
-    values = ", ".join(f"s.{back_quoted(c)}" for c in columns)
+    values = _written(columns, maps, "s")
     spark.sql(
         f"MERGE INTO {table_sql} t USING ({source}) s ON s.{op} = 'D' AND {on}{' AND ' + ranges if ranges else ''} "
         f"WHEN MATCHED THEN DELETE WHEN NOT MATCHED AND s.{op} = 'I' THEN INSERT ({names}) VALUES ({values})"

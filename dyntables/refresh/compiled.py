@@ -213,12 +213,25 @@ def state_table_name(catalog: str, dt_id: str, key: str, generation: str) -> Tab
 
 
 def output_sql(plan: Plan, renderer: Renderer, columns: list[str], version: str = NEW) -> str:
-    """The plan's rows in the dynamic table's column order and names."""
-    q = select(
-        [alias(col(c), name) for c, name in zip(plan.root.columns, columns, strict=True)],
-        sub(renderer.rel(plan.root, version)),
+    """The plan's rows in the dynamic table's column order and names, a MAP it carries
+    as its entries written as the MAP."""
+    items = [
+        alias(
+            exp.Anonymous(this="map_from_entries", expressions=[col(c)])
+            if c in plan.entries
+            else col(c),
+            name,
+        )
+        for c, name in zip(plan.root.columns, columns, strict=True)
+    ]
+    return spark_sql(select(items, sub(renderer.rel(plan.root, version))))
+
+
+def entries_columns(plan: Plan, columns: list[str]) -> frozenset[str]:
+    """The table's columns whose delta carries a MAP as its entries (see apply.py)."""
+    return frozenset(
+        name for c, name in zip(plan.root.columns, columns, strict=True) if c in plan.entries
     )
-    return spark_sql(q)
 
 
 def delta_output_sql(plan: Plan, renderer: Renderer, columns: list[str]) -> str | None:

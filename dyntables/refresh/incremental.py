@@ -52,6 +52,7 @@ from dyntables.refresh.compiled import (
     aggregate_nodes,
     avg_types,
     delta_output_sql,
+    entries_columns,
     output_sql,
     table_ref,
 )
@@ -304,12 +305,13 @@ def incremental_refresh(
             writes.append(write)
         faults.reach("after_compute")
         delta_sql = delta_output_sql(plan, renderer, columns)
+        maps = entries_columns(plan, columns)
 
         def apply() -> Applied:
             if rewrite is not None:
                 return rewrite.run(ctx.dt.name.sql(), output_sql(plan, renderer, columns))
             if delta_sql is not None and _inserts_only(plan, captures):
-                append_delta(spark, ctx.dt.name.sql(), columns, delta_sql)
+                append_delta(spark, ctx.dt.name.sql(), columns, delta_sql, maps)
                 staged = load_table(spark, ctx.dt.name)
                 snap = staged.staged_snapshot(ctx.job_id) if staged is not None else None
                 added = int(snap.summary.get("added-records", "0") or 0) if snap else 0
@@ -324,6 +326,7 @@ def incremental_refresh(
                     prefix,
                     ctx.table.total_records(),
                     Partitioning(tuple(fields), ctx.table.count_files) if fields else None,
+                    maps,
                 )
             return Applied(0, 0)
 

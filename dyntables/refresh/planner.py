@@ -54,6 +54,7 @@ from dyntables.errors import IncrementalNotSupportedError
 from dyntables.ivm import aggregate as agg
 from dyntables.ivm.rules import ranks_all_rows
 from dyntables.ivm.sqlb import W
+from dyntables.plan import map_values
 from dyntables.plan.build import Plan, build_plan
 from dyntables.plan.not_incremental import NotIncremental
 from dyntables.plan.ops import scans
@@ -166,6 +167,25 @@ def scanned_columns(plan: Plan) -> dict[str, list[str]]:
     return {k: list(v) for k, v in out.items()}
 
 
+def _map_outputs(fields: list[tuple[str, str]]) -> list[int]:
+    """The positions of the table's MAP columns, each written from its entries (see
+    build_plan); a column holding a MAP elsewhere (in a struct, an array, a MAP's
+    value), whose entries Spark could not group either, makes the query FULL."""
+    positions = []
+    for i, (name, type_sql) in enumerate(fields):
+        value = map_values.value_type(type_sql)
+        groupable = value is not None and "map<" not in type_sql.lower()[4:]
+        if groupable:
+            positions.append(i)
+        elif "map<" in type_sql.lower():  # a delta is applied by grouping on every column
+            raise NotIncremental(
+                "MAP_COLUMN",
+                "output",
+                f"column {name} is a {type_sql}: Spark cannot group or compare it",
+            )
+    return positions
+
+
 class Planner:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
@@ -176,11 +196,14 @@ class Planner:
         dt: DynamicTableDef,
         spark: Any | None = None,
         pinned: Mapping[str, SourceVersion] | None = None,
+        returns: list[tuple[str, str]] | None = None,
     ) -> Compiled:
         """``pinned``: a refresh's source snapshots, whose columns the plan is built over.
         A source's current columns may be newer: a column added with no write since
         made a ``SELECT *`` plan one column wider than the table and the rows it reads,
-        and every refresh failed until the source's next write."""
+        and every refresh failed until the source's next write. ``returns``: the
+        (name, type) of the query's columns at CREATE, where the table is not built yet
+        (or is the one being replaced); else the table's own."""
         spark = spark or self.registry.spark
         schema: dict[TableName, list[tuple[str, str]]] = {}
         for source in dt.sources:
@@ -196,7 +219,7 @@ class Planner:
                 continue
             schema[source] = [(f.name, f.dataType.simpleString()) for f in fields]
         try:
-            fields = [
+            fields = returns or [
                 (f.name, f.dataType.simpleString())
                 for f in spark.table(dt.name.sql()).schema.fields
             ]
@@ -205,19 +228,14 @@ class Planner:
         columns = [c for c, _ in fields]
         source_columns = {str(k): [c for c, _ in v] for k, v in schema.items()}
         try:
-            plan = with_exact_averages(spark, build_plan(dt.query, schema, _qualifier(dt)))
+            plan = with_exact_averages(
+                spark, build_plan(dt.query, schema, _qualifier(dt), _map_outputs(fields))
+            )
             for _, node in aggregate_nodes(plan):
                 code = agg.supported(node)
                 if code:
                     raise NotIncremental(
                         code, "Aggregate", "COUNT(DISTINCT x) has no delta rule yet"
-                    )
-            for name, type_sql in fields:
-                if "map<" in type_sql.lower():  # a delta is applied by grouping on every column
-                    raise NotIncremental(
-                        "MAP_COLUMN",
-                        "output",
-                        f"column {name} is a {type_sql}: Spark cannot group or compare it",
                     )
             for body in plan.not_provably_empty:
                 if _proven_empty(spark, body):
@@ -241,8 +259,13 @@ class Planner:
             return Compiled(None, reason, columns, source_columns)
         return Compiled(plan, None, columns, {**source_columns, **scanned})
 
-    def compile_for_create(self, dt: DynamicTableDef, columns: list[str]) -> Compiled:
-        compiled = self.compile(dt)
+    def compile_for_create(
+        self,
+        dt: DynamicTableDef,
+        columns: list[str],
+        returns: list[tuple[str, str]] | None = None,
+    ) -> Compiled:
+        compiled = self.compile(dt, returns=returns)
         compiled = replace(compiled, columns=columns)
         if dt.refresh_mode == "INCREMENTAL" and compiled.plan is None:
             reason = compiled.reason

@@ -44,7 +44,7 @@ def test_partition_overwrite_with_columns_named_like_its_helpers(lh, unique, mon
     overwrites: list[str] = []
     overwrite = apply._overwrite
     monkeypatch.setattr(
-        apply, "_overwrite", lambda *a: (overwrites.append(a[-1]), overwrite(*a))[-1]
+        apply, "_overwrite", lambda *a: (overwrites.append(a[4]), overwrite(*a))[-1]
     )
     name = unique("apply_names")
     lh.sql(f"CREATE TABLE {name} (k INT, _n INT, _m STRING, __i INT, _n_ INT) PARTITIONED BY (_n)")

@@ -81,21 +81,61 @@ def test_scans_read_only_the_columns_the_query_uses(
 
 
 @pytest.mark.parametrize(
-    "sql",
+    ("sql", "map_outputs"),
     [
-        "SELECT k, m FROM t0",
-        "SELECT k, map_concat(m, map('z', 0)) AS mm FROM t0",
-        "SELECT k, first(m) AS f FROM t0 GROUP BY k",
-        "SELECT k, size(m) AS n, m FROM t0",
-        # passed on to the table, or through a UNION (whose inputs are read by position)
-        "WITH src AS (SELECT * FROM t0) SELECT k, m FROM src",
-        "SELECT x.k, x.m['a'] AS a FROM (SELECT k, m FROM t0 UNION ALL SELECT k, m FROM t0) x",
+        # a MAP built from a source's MAP, not known to be one (no positions given)
+        ("SELECT k, map_concat(m, map('z', 0)) AS mm FROM t0", ()),
+        ("SELECT k, first(m) AS f FROM t0 GROUP BY k", ()),
+        ("SELECT k, first(m) AS f FROM t0 GROUP BY k", (1,)),  # an aggregate's MAP
+        # through a UNION (whose inputs are read by position) and read above it
+        (
+            "SELECT x.k, x.m['a'] AS a FROM (SELECT k, m FROM t0 UNION ALL SELECT k, m FROM t0) x",
+            (),
+        ),
+        # built below the last projection and passed on
+        ("WITH x AS (SELECT k, map('n', n) AS mm FROM t0) SELECT * FROM x", (1,)),
+        ("SELECT k, mm FROM (SELECT k, map_concat(m, m) AS mm FROM t0) x", (1,)),
+        # compared (Spark refuses it too)
+        ("SELECT k FROM t0 WHERE m = map('a', 1)", ()),
     ],
 )
-def test_reading_a_map_column_whole_has_no_delta_rule(sql: str) -> None:
+def test_reading_a_map_column_whole_has_no_delta_rule(
+    sql: str, map_outputs: tuple[int, ...]
+) -> None:
     with pytest.raises(NotIncremental) as err:
-        build_plan(sql, SCHEMA, qualify)
+        build_plan(sql, SCHEMA, qualify, map_outputs)
     assert err.value.code == "MAP_COLUMN"
+
+
+@pytest.mark.parametrize(
+    ("sql", "map_outputs", "carried"),
+    [
+        ("SELECT k, m FROM t0", (1,), [1]),
+        ("SELECT * FROM t0 WHERE m IS NOT NULL", (), ["m"]),  # known a MAP from its source
+        ("SELECT k, size(m) AS n, m AS mm FROM t0", (2,), [2]),
+        ("WITH src AS (SELECT * FROM t0) SELECT k, m FROM src", (1,), [1]),
+        ("SELECT t0.m, t1.s FROM t0 JOIN t1 ON t0.k = t1.k", (0,), [0]),
+        ("SELECT k, m, ROW_NUMBER() OVER (PARTITION BY k ORDER BY n) AS r FROM t0", (1,), [1]),
+        ("SELECT k, m FROM t0 UNION ALL SELECT k, map('s', s) FROM t1", (1,), [1]),
+        ("SELECT k, map('n', n) AS a, map_concat(m, map('k', k)) AS b FROM t0", (1, 2), [1, 2]),
+        ("SELECT k, map('total', SUM(n)) AS a FROM t0 GROUP BY k", (1,), [1]),
+    ],
+)
+def test_a_map_the_table_holds_is_carried_as_its_entries(
+    sql: str, map_outputs: tuple[int, ...], carried: list[int | str]
+) -> None:
+    """A MAP passed on whole to the table, or built by the query's last projection, is
+    carried as its entries, which Spark can group: no scan reads the MAP itself."""
+    plan = build_plan(sql, SCHEMA, qualify, map_outputs)
+    positions = [c if isinstance(c, int) else plan.output_names.index(c) for c in carried]
+    assert sorted(plan.entries) == sorted(plan.root.columns[i] for i in positions)
+    for scan in scans(plan.root):
+        assert "m" not in scan.source_columns
+    top = [plan.root] if isinstance(plan.root, Project) else list(plan.root.inputs)
+    for p in top:
+        assert isinstance(p, Project)
+        for i in positions:
+            assert "MAP_ENTRIES" in p.exprs[i].sql("spark") or p.exprs[i].name.endswith("__entries")
 
 
 def test_values_at_constant_keys_of_a_map_are_scanned_as_columns() -> None:

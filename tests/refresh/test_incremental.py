@@ -375,6 +375,48 @@ def test_a_generator_refreshes_from_the_changed_rows_alone(lh: Lakehouse, unique
     assert lh.sql(f"SELECT count(*) FROM {tags} WHERE id = 1000").first()[0] == 1
 
 
+def test_a_map_column_of_the_table_is_maintained_from_the_changed_rows(
+    lh: Lakehouse, unique
+) -> None:
+    """An ODS table's attributes MAP kept whole by the DWD layer (``SELECT *`` with a
+    filter), beside a MAP the query builds: Spark cannot group or compare a MAP, so the
+    delta carries each as its entries and the table's rows are matched by theirs. New
+    events are appended without reading the table; an event whose MAP is corrected, or
+    deleted, replaces exactly its row (a twin with the same entries in another order
+    stays)."""
+    events, kept, built = unique("ev"), unique("kept"), unique("built")
+    lh.sql(
+        f"""
+        CREATE TABLE {events} (id BIGINT, attrs MAP<STRING, STRING>, n INT);
+        INSERT INTO {events} SELECT id, map('src', concat('s', id % 3), 'dev', 'ios'), CAST(id AS INT)
+          FROM range(0, 1000);
+        INSERT INTO {events} VALUES (1000, map('src', 's1'), 1000), (8, map('dev', 'ios', 'src', 's2'), 8);
+        CREATE DYNAMIC TABLE {kept} AS SELECT * FROM {events} WHERE n % 2 = 0;
+        CREATE DYNAMIC TABLE {built} AS SELECT id, map('n', n, 'tens', n DIV 10) AS parts,
+          map_concat(attrs, map('id', CAST(id AS STRING))) AS tagged FROM {events}
+        """
+    )
+    lh.sql(f"INSERT INTO {events} VALUES (1002, NULL, 1002), (1004, map(), 1004)")
+    for dt in (kept, built):
+        assert _refresh(lh, dt)[0] == "INCREMENTAL"
+        assert int(_stats(lh, dt)["input_rows"]) == 2  # the new events, nothing else
+        assert_oracle(lh, dt)
+    lh.sql(
+        f"UPDATE {events} SET attrs = map('src', 'web') WHERE id IN (4, 1000); "
+        f"DELETE FROM {events} WHERE id IN (6, 1004) OR (id = 8 AND map_keys(attrs)[0] = 'dev')"
+    )
+    for dt in (kept, built):
+        assert _refresh(lh, dt)[0] == "INCREMENTAL"
+        assert_oracle(lh, dt)
+    got = lh.sql(f"SELECT id, map_keys(attrs) FROM {kept} WHERE id IN (4, 8, 1000, 1002)")
+    assert sorted(tuple(r) for r in got.collect()) == [
+        (4, ["src"]),
+        (8, ["src", "dev"]),  # its twin in another order is the row that went
+        (1000, ["src"]),
+        (1002, None),
+    ]
+
+
 def test_an_unnamed_generator_is_maintained_under_the_names_spark_gives_it(
     lh: Lakehouse, unique
 ) -> None:  # type: ignore[no-untyped-def]
@@ -1032,9 +1074,9 @@ def test_corrections_overwrite_the_partitions_they_fall_in(
     overwrites: list[str] = []
     overwrite = apply._overwrite
 
-    def counted(spark, table_sql, columns, view, condition) -> None:  # type: ignore[no-untyped-def]
+    def counted(spark, table_sql, columns, view, condition, *rest) -> None:  # type: ignore[no-untyped-def]
         overwrites.append(condition)
-        overwrite(spark, table_sql, columns, view, condition)
+        overwrite(spark, table_sql, columns, view, condition, *rest)
 
     monkeypatch.setattr(apply, "_overwrite", counted)
     src = unique("src")
