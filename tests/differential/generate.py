@@ -478,6 +478,27 @@ class QueryGen:
             cols.append(Col(name, typ))
         return items, cols
 
+    def with_map(self, scope: Sequence[Ref], items: list[str], cols: list[Col]) -> None:
+        """Maybe one more item, ``... AS m``: a MAP the dynamic table holds, passed on
+        whole from a source, built from one, or built from the row (a query's last
+        projection only: nothing compares or groups it)."""
+        ch = self.ch
+        if not chance(ch, 0.25):
+            return
+        maps = [r.sql[: -len("['a']")] for r in scope if r.sql.endswith(".m['a']")]
+        forms = [lambda: f"map('n', {self.expr(scope, INT, 1)})"]
+        if maps:
+            m = pick(ch, maps)
+            forms += [
+                lambda: m,
+                lambda: m,
+                lambda: f"map_concat({m}, map('zz', {self.atom(scope, INT)}))",
+                lambda: f"map_filter({m}, (x, y) -> y > 1)",
+                lambda: f"coalesce({m}, map('a', 0))",
+            ]
+        items.append(f"{pick(ch, forms)()} AS m")
+        cols.append(Col("m", MP))
+
     # -- FROM ----------------------------------------------------------------------------------
     def scan(self, table: Table) -> Rel:
         a = self.alias("l")
@@ -1476,6 +1497,7 @@ class QueryGen:
             rel = self.from_clause(1)
             rel.tags.add("filter")
             items, cols = self.projection(rel.scope)
+            self.with_map(rel.scope, items, cols)
             return Query(
                 f"SELECT {', '.join(items)} FROM {rel.from_sql} WHERE {self.pred(rel.scope, 2)}",
                 cols,
@@ -1497,6 +1519,7 @@ class QueryGen:
                 )
             where = self.where(rel)
             items, cols = self.projection(rel.scope)
+            self.with_map(rel.scope, items, cols)
             return Query(
                 f"SELECT {', '.join(items)} FROM {rel.from_sql}{where}", cols, rel.tags, rel.tables
             )
@@ -1529,6 +1552,7 @@ class QueryGen:
                 )
             where = self.where(rel, semi=False)
             items, cols = self.projection(rel.scope)
+            self.with_map(rel.scope, items, cols)
             return Query(
                 f"SELECT {', '.join(items)} FROM {rel.from_sql}{where}", cols, rel.tags, rel.tables
             )
@@ -1540,6 +1564,7 @@ class QueryGen:
                 conj.append(self.pred(rel.scope, 1))
                 rel.tags.add("filter")
             items, cols = self.projection(rel.scope)
+            self.with_map(rel.scope, items, cols)
             return Query(
                 f"SELECT {', '.join(items)} FROM {rel.from_sql}{rel.where_sql(conj)}",
                 cols,
@@ -1574,6 +1599,7 @@ class QueryGen:
             if chance(ch, 0.4):
                 conj.append(self.pred(rel.scope, 1))
             items, cols = self.projection(rel.scope)
+            self.with_map(rel.scope, items, cols)
             sql = f"SELECT {', '.join(items)} FROM {rel.from_sql}{rel.where_sql(conj)}"
             return Query(sql, cols, rel.tags, rel.tables)
         if shape == "scalar_subquery":
@@ -1583,6 +1609,7 @@ class QueryGen:
             sub, typ, exact = self.scalar(rel)
             items.append(f"{sub} AS c{len(items)}")
             cols.append(Col(f"c{len(cols)}", typ, False, exact))
+            self.with_map(rel.scope, items, cols)
             sql = f"SELECT {', '.join(items)} FROM {rel.from_sql}{rel.where_sql(conj)}"
             return Query(sql, cols, rel.tags, rel.tables)
         if shape == "pivot":
