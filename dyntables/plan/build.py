@@ -9,6 +9,7 @@ Anything outside that grammar raises :class:`NotIncremental` with a stable code.
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -53,6 +54,7 @@ from dyntables.plan.ops import (
     col,
     map_exprs,
     map_nodes,
+    replace_nodes,
     scans,
     walk_post_order,
 )
@@ -180,8 +182,9 @@ def build_plan(
             raise NotIncremental(
                 "MAP_COLUMN",
                 "output",
-                f"column {names[i]} is a MAP computed below the query's last projection, "
-                "or by an aggregate: Spark cannot group or compare it",
+                f"column {names[i]} is a MAP read below the query's last projection "
+                "(taken apart or passed on twice), or an aggregate's or a window's: Spark "
+                "cannot group or compare it",
             )
     node = _prune_scans(_drop_unread_columns(node), schema)
     return Plan(node, tuple(names), tuple(builder.not_provably_empty), entries)
@@ -328,9 +331,10 @@ def _map_outputs_as_entries(
     its entries in the same order) and read as ``map_entries`` where it is matched. A
     source's MAP passed on whole is read as its entries by the scan; a MAP computed by
     the root's projection (``map('a', n)``, ``map_concat(m, ...)``) is computed there and
-    taken apart at once, reading any source MAP in it from its entries. Only the root's
-    projection (or each of a UNION ALL's) is rewritten: a MAP computed below it and
-    passed on stays a MAP, and the query FULL."""
+    taken apart at once, reading any source MAP in it from its entries; so is one
+    computed below it (a CTE's) that projections pass on to the root as it is, and
+    nothing else reads. The root is a projection, or a UNION ALL of them; a MAP from an
+    aggregate or a window, or read on its way up, stays a MAP, and the query FULL."""
     if isinstance(root, UnionAll):
         rebuilt = [_map_outputs_as_entries(c, outputs, maps, read) for c in root.inputs]
         carried = frozenset(
@@ -353,18 +357,67 @@ def _map_outputs_as_entries(
             return exp.Anonymous(this="map_from_entries", expressions=[as_entries(e.name)])
         return e
 
+    def taken_apart(e: exp.Expr) -> exp.Expr:
+        return exp.Anonymous(this="map_entries", expressions=[e.transform(inner)])
+
     exprs, held = list(root.exprs), set()
+    below: dict[int, Project] = {}  # projections below computing a MAP the root returns
     for i, (e, out) in enumerate(zip(root.exprs, root.out, strict=True)):
         if _passes_on(e, maps):
             exprs[i] = as_entries(e.name)
         elif i in outputs and not isinstance(e, exp.Column):
-            exprs[i] = exp.Anonymous(this="map_entries", expressions=[e.transform(inner)])
+            exprs[i] = taken_apart(e)
+        elif (
+            i in outputs
+            and isinstance(e, exp.Column)
+            and not e.table
+            and (found := _computed_below(root, e.name))
+        ):
+            p, j = found
+            computed = list(below.get(id(p), p).exprs)
+            computed[j] = taken_apart(computed[j])
+            below[id(p)] = replace(below.get(id(p), p), exprs=tuple(computed))
         else:
             continue
         held.add(out)
     if not held:
         return root, frozenset()
-    return replace(root, exprs=tuple(exprs)), frozenset(held)
+    return replace_nodes(replace(root, exprs=tuple(exprs)), below), frozenset(held)
+
+
+def _computed_below(root: Project, name: str) -> tuple[Project, int] | None:
+    """The projection below ``root`` computing the column ``name`` that ``root`` (and
+    projections between) pass on as it is, and its position there; None when the column
+    comes from elsewhere (a scan, an aggregate, a window, a UNION), or anything reads it
+    but those projections, which could not read it as its entries."""
+    defined = {
+        out: (n, j)
+        for n in walk_post_order(root.child)
+        if isinstance(n, Project)
+        for j, out in enumerate(n.out)
+    }
+    chain = [name]
+    while chain[-1] in defined:
+        p, j = defined[chain[-1]]
+        e = p.exprs[j]
+        if not isinstance(e, exp.Column):
+            break
+        if e.table or e.name in chain:  # a projection may pass a column on by its name
+            return None
+        chain.append(e.name)
+    if chain[-1] not in defined:
+        return None
+    reads: collections.Counter[str] = collections.Counter()
+
+    def count(e: exp.Expr) -> exp.Expr:
+        reads.update(c.name for c in e.find_all(exp.Column) if c.name in chain)
+        return e
+
+    map_exprs(root, count)
+    # each name read once: by the projection passing it on (the first, by the root)
+    if any(reads[c] != 1 for c in chain):
+        return None
+    return defined[chain[-1]]
 
 
 def _passes_on(e: exp.Expr, maps: Mapping[str, object]) -> bool:

@@ -478,13 +478,14 @@ class QueryGen:
             cols.append(Col(name, typ))
         return items, cols
 
-    def with_map(self, scope: Sequence[Ref], items: list[str], cols: list[Col]) -> None:
+    def with_map(self, rel: Rel, items: list[str], cols: list[Col]) -> None:
         """Maybe one more item, ``... AS m``: a MAP the dynamic table holds, passed on
         whole from a source, built from one, or built from the row (a query's last
         projection only: nothing compares or groups it)."""
-        ch = self.ch
+        ch, scope = self.ch, rel.scope
         if not chance(ch, 0.25):
             return
+        rel.tags.add("map_output")
         maps = [r.sql[: -len("['a']")] for r in scope if r.sql.endswith(".m['a']")]
         forms = [lambda: f"map('n', {self.expr(scope, INT, 1)})"]
         if maps:
@@ -1497,7 +1498,7 @@ class QueryGen:
             rel = self.from_clause(1)
             rel.tags.add("filter")
             items, cols = self.projection(rel.scope)
-            self.with_map(rel.scope, items, cols)
+            self.with_map(rel, items, cols)
             return Query(
                 f"SELECT {', '.join(items)} FROM {rel.from_sql} WHERE {self.pred(rel.scope, 2)}",
                 cols,
@@ -1519,7 +1520,7 @@ class QueryGen:
                 )
             where = self.where(rel)
             items, cols = self.projection(rel.scope)
-            self.with_map(rel.scope, items, cols)
+            self.with_map(rel, items, cols)
             return Query(
                 f"SELECT {', '.join(items)} FROM {rel.from_sql}{where}", cols, rel.tags, rel.tables
             )
@@ -1552,7 +1553,7 @@ class QueryGen:
                 )
             where = self.where(rel, semi=False)
             items, cols = self.projection(rel.scope)
-            self.with_map(rel.scope, items, cols)
+            self.with_map(rel, items, cols)
             return Query(
                 f"SELECT {', '.join(items)} FROM {rel.from_sql}{where}", cols, rel.tags, rel.tables
             )
@@ -1564,7 +1565,7 @@ class QueryGen:
                 conj.append(self.pred(rel.scope, 1))
                 rel.tags.add("filter")
             items, cols = self.projection(rel.scope)
-            self.with_map(rel.scope, items, cols)
+            self.with_map(rel, items, cols)
             return Query(
                 f"SELECT {', '.join(items)} FROM {rel.from_sql}{rel.where_sql(conj)}",
                 cols,
@@ -1599,7 +1600,7 @@ class QueryGen:
             if chance(ch, 0.4):
                 conj.append(self.pred(rel.scope, 1))
             items, cols = self.projection(rel.scope)
-            self.with_map(rel.scope, items, cols)
+            self.with_map(rel, items, cols)
             sql = f"SELECT {', '.join(items)} FROM {rel.from_sql}{rel.where_sql(conj)}"
             return Query(sql, cols, rel.tags, rel.tables)
         if shape == "scalar_subquery":
@@ -1609,7 +1610,7 @@ class QueryGen:
             sub, typ, exact = self.scalar(rel)
             items.append(f"{sub} AS c{len(items)}")
             cols.append(Col(f"c{len(cols)}", typ, False, exact))
-            self.with_map(rel.scope, items, cols)
+            self.with_map(rel, items, cols)
             sql = f"SELECT {', '.join(items)} FROM {rel.from_sql}{rel.where_sql(conj)}"
             return Query(sql, cols, rel.tags, rel.tables)
         if shape == "pivot":

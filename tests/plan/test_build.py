@@ -92,9 +92,9 @@ def test_scans_read_only_the_columns_the_query_uses(
             "SELECT x.k, x.m['a'] AS a FROM (SELECT k, m FROM t0 UNION ALL SELECT k, m FROM t0) x",
             (),
         ),
-        # built below the last projection and passed on
-        ("WITH x AS (SELECT k, map('n', n) AS mm FROM t0) SELECT * FROM x", (1,)),
-        ("SELECT k, mm FROM (SELECT k, map_concat(m, m) AS mm FROM t0) x", (1,)),
+        # built below the last projection, and read on its way up or passed on twice
+        ("SELECT k, mm FROM (SELECT k, map('n', n) AS mm FROM t0) x WHERE mm['n'] > 1", (1,)),
+        ("SELECT k, mm, mm AS m2 FROM (SELECT k, map('n', n) AS mm FROM t0) x", (1, 2)),
         # compared (Spark refuses it too)
         ("SELECT k FROM t0 WHERE m = map('a', 1)", ()),
     ],
@@ -119,6 +119,14 @@ def test_reading_a_map_column_whole_has_no_delta_rule(
         ("SELECT k, m FROM t0 UNION ALL SELECT k, map('s', s) FROM t1", (1,), [1]),
         ("SELECT k, map('n', n) AS a, map_concat(m, map('k', k)) AS b FROM t0", (1, 2), [1, 2]),
         ("SELECT k, map('total', SUM(n)) AS a FROM t0 GROUP BY k", (1,), [1]),
+        # built below the last projection (a CTE's) and passed on to it as it is
+        ("WITH x AS (SELECT k, map('n', n) AS mm FROM t0) SELECT * FROM x", (1,), [1]),
+        (
+            "SELECT y.k, y.mm FROM (SELECT x.k, x.mm FROM (SELECT k, map_concat(m, m) AS mm "
+            "FROM t0) x WHERE x.k > 1) y JOIN t1 ON y.k = t1.k",
+            (1,),
+            [1],
+        ),
     ],
 )
 def test_a_map_the_table_holds_is_carried_as_its_entries(
@@ -131,11 +139,21 @@ def test_a_map_the_table_holds_is_carried_as_its_entries(
     assert sorted(plan.entries) == sorted(plan.root.columns[i] for i in positions)
     for scan in scans(plan.root):
         assert "m" not in scan.source_columns
+    defined = {
+        out: e
+        for n in walk_post_order(plan.root)
+        if isinstance(n, Project)
+        for e, out in zip(n.exprs, n.out, strict=True)
+    }
     top = [plan.root] if isinstance(plan.root, Project) else list(plan.root.inputs)
     for p in top:
         assert isinstance(p, Project)
         for i in positions:
-            assert "MAP_ENTRIES" in p.exprs[i].sql("spark") or p.exprs[i].name.endswith("__entries")
+            e, seen = p.exprs[i], set()
+            while isinstance(e, exp.Column) and e.name in defined.keys() - seen:
+                seen.add(e.name)  # passed on as it is (maybe by its own name)
+                e = defined[e.name]
+            assert e.sql("spark").startswith("MAP_ENTRIES(") or e.name.endswith("__entries")
 
 
 def test_values_at_constant_keys_of_a_map_are_scanned_as_columns() -> None:
