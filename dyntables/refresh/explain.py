@@ -26,6 +26,7 @@ from dyntables.refresh.compiled import (
     aggregate_nodes,
     avg_types,
     delta_output_sql,
+    entries_columns,
     output_sql,
     table_ref,
 )
@@ -215,6 +216,16 @@ def explain(planner: Planner, dt: DynamicTableDef) -> list[tuple[str, str]]:
     rows.append(("delta sql", sql or "(no source can change)"))
     partitioned = bool(table.partition_fields()) if table is not None else False
     rows.append(("apply", _apply_rule(plan, table_rows, partitioned)))
+    maps = [c for c in columns if c in entries_columns(plan, columns)]
+    if maps:
+        rows.append(
+            (
+                "map columns",
+                f"{', '.join(maps)}: carried by the delta as their entries (map_entries, "
+                "which Spark can group), the table's rows matched by theirs, written back "
+                "with map_from_entries",
+            )
+        )
     return rows
 
 

@@ -396,6 +396,11 @@ def test_a_map_column_of_the_table_is_maintained_from_the_changed_rows(
           map_concat(attrs, map('id', CAST(id AS STRING))) AS tagged FROM {events}
         """
     )
+    explained = dict((r.item, r.detail) for r in lh.sql(f"EXPLAIN DYNAMIC TABLE {built}").collect())
+    assert explained["decision"] == "INCREMENTAL"
+    assert explained["map columns"].startswith(
+        "parts, tagged: carried by the delta as their entries"
+    )
     lh.sql(f"INSERT INTO {events} VALUES (1002, NULL, 1002), (1004, map(), 1004)")
     for dt in (kept, built):
         assert _refresh(lh, dt)[0] == "INCREMENTAL"
