@@ -385,6 +385,20 @@ def _map_outputs_as_entries(
     return replace_nodes(replace(root, exprs=tuple(exprs)), below), frozenset(held)
 
 
+def _without_constant_keys(keys: list[exp.Expr], after: Scope) -> list[exp.Expr]:
+    """GROUP BY ALL's ``keys`` without those reading only an uncorrelated scalar
+    subquery's value (joined above the aggregate, the same for every row): grouping by
+    them splits no group, beside another key. Alone they make Spark group by a constant,
+    which, unlike a global aggregate, has no row over no rows: kept (and unresolved)."""
+
+    def constant(k: exp.Expr) -> bool:
+        columns = list(k.find_all(exp.Column))
+        return bool(columns) and all((c.table.lower(), c.name.lower()) in after for c in columns)
+
+    kept = [k for k in keys if not constant(k)]
+    return kept if kept else keys
+
+
 def _computed_below(root: Project, name: str) -> tuple[Project, int] | None:
     """The projection below ``root`` computing the column ``name`` that ``root`` (and
     projections between) pass on as it is, and its position there; None when the column
@@ -1302,6 +1316,7 @@ class _Builder:
                         "GROUP BY ALL",
                         "GROUP BY ALL with a window function over no aggregate",
                     )
+                group_exprs = _without_constant_keys(group_exprs, after)
         keys = tuple(self.expr(g, scope) for g in group_exprs)
         key_cols = tuple(self.fresh() for _ in keys)
         aggs: list[AggCall] = []

@@ -331,6 +331,21 @@ def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
     assert _aggregate_of("SELECT SUM(z) AS s FROM t0 GROUP BY ALL").keys == ()
 
 
+def test_group_by_all_beside_an_uncorrelated_scalar_subquery_groups_by_the_others() -> None:
+    """The subquery's value is the same for every row: beside another key, grouping by
+    it splits no group. Alone, Spark groups by a constant (no row over no rows, where a
+    global aggregate has one): left unresolved, FULL."""
+    sql = "SELECT k, (SELECT MAX(k) FROM t1) + 1 AS mx, SUM(z) AS s FROM t0 GROUP BY ALL"
+    assert [k.sql("spark") for k in _aggregate_of(sql).keys] == ["c0"]
+    with pytest.raises(NotIncremental) as err:
+        build_plan(
+            "SELECT (SELECT MAX(k) FROM t1) AS mx, SUM(z) AS s FROM t0 GROUP BY ALL",
+            SCHEMA,
+            qualify,
+        )
+    assert err.value.code == "UNRESOLVED_QUERY"
+
+
 @pytest.mark.parametrize(
     ("sql", "code"),
     [
