@@ -266,7 +266,8 @@ def _read_map_values(
                 if _passes_on(e, maps):
                     maps[out] = maps[e.name]
     read: dict[tuple[str, ...], dict[str, str]] = {}  # scan -> {output: scanned column}
-    root, carried = _map_outputs_as_entries(root, outputs, maps, read)
+    root, through = _maps_through_unions(root, maps, read)
+    root, carried = _map_outputs_as_entries(root, outputs, maps, read, through)
     if not maps:
         return root, carried
 
@@ -317,11 +318,118 @@ def _read_map_values(
     return map_nodes(root, reading), carried
 
 
+def _entries_of(
+    name: str,
+    maps: Mapping[str, tuple[tuple[str, ...], str, str]],
+    read: dict[tuple[str, ...], dict[str, str]],
+) -> exp.Column:
+    """The column holding the entries of the source MAP ``name`` (at its scan or passed
+    on by projections), which its scan now reads."""
+    scan, source, base = maps[name]
+    out = map_values.entries_output(base)
+    read.setdefault(scan, {})[out] = map_values.entries_column(source)
+    return col(out)
+
+
+class _Unread(Exception):
+    """A MAP carried as its entries is read where they cannot stand in for it."""
+
+
+def _maps_through_unions(
+    root: Node,
+    maps: Mapping[str, tuple[tuple[str, ...], str, str]],
+    read: dict[tuple[str, ...], dict[str, str]],
+) -> tuple[Node, frozenset[str]]:
+    """``root`` with each source MAP a UNION ALL below it passes on (every input's
+    projection passing one on at the same position) passed on as its entries, and read
+    above it as ``map_from_entries`` of them; and the names above that hold such
+    entries. A UNION reads its inputs by position, so the columns read of a MAP cannot
+    follow it through as they follow projections. Only where projections, filters and
+    generators read it: anything else (a join or group key, a window, an aggregate)
+    leaves ``root`` as it is, and the query FULL."""
+    if isinstance(root, UnionAll):  # the table's own columns: _map_outputs_as_entries
+        rebuilt = [_maps_through_unions(c, maps, read) for c in root.inputs]
+        return replace(root, inputs=tuple(c for c, _ in rebuilt)), frozenset().union(
+            *(held for _, held in rebuilt)
+        )
+    held: set[str] = set()
+    taken: dict[tuple[str, ...], dict[str, str]] = {}  # the reads, kept if it all works
+
+    def whole(e: exp.Expr) -> exp.Expr:
+        if isinstance(e, exp.Column) and not e.table and e.name in held:
+            return exp.Anonymous(this="map_from_entries", expressions=[e.copy()])
+        return e
+
+    def reads_held(e: exp.Expr) -> bool:
+        return any(c.name in held for c in e.find_all(exp.Column) if not c.table)
+
+    def carry(n: Node) -> Node:
+        if isinstance(n, UnionAll):
+            firsts = [c for c in n.inputs if isinstance(c, Project)]
+            if len(firsts) != len(n.inputs):
+                return n
+            inputs = [list(p.exprs) for p in firsts]
+            for i, out in enumerate(n.out):
+                if all(_passes_on(p.exprs[i], maps) for p in firsts):
+                    for exprs, p in zip(inputs, firsts, strict=True):
+                        exprs[i] = _entries_of(p.exprs[i].name, maps, taken)
+                    held.add(out)
+            return replace(
+                n,
+                inputs=tuple(
+                    replace(p, exprs=tuple(e)) for p, e in zip(firsts, inputs, strict=True)
+                ),
+            )
+        if not held:
+            return n
+        if isinstance(n, Project):
+            exprs = []
+            for e, out in zip(n.exprs, n.out, strict=True):
+                if isinstance(e, exp.Column) and not e.table and e.name in held:
+                    held.add(out)  # passed on as it is: still its entries
+                    exprs.append(e)
+                else:
+                    exprs.append(e.transform(whole))
+            return replace(n, exprs=tuple(exprs))
+        if isinstance(n, Filter):
+            return replace(n, predicate=n.predicate.transform(whole))
+        if isinstance(n, Generate):
+            return replace(n, call=n.call.transform(whole))
+        if isinstance(n, Join):  # a key or condition on a MAP itself: Spark refuses
+            return replace(
+                n,
+                left_keys=tuple(k.transform(whole) for k in n.left_keys),
+                right_keys=tuple(k.transform(whole) for k in n.right_keys),
+                residual=None if n.residual is None else n.residual.transform(whole),
+            )
+        # an aggregate's argument or a window function may return the MAP itself, which
+        # would become a column Spark cannot group; grouped or partitioned by one,
+        # Spark refuses the query itself
+        if isinstance(n, Aggregate) and not any(
+            a.arg is not None and reads_held(a.arg) for a in n.aggs
+        ):
+            return replace(n, keys=tuple(k.transform(whole) for k in n.keys))
+        if isinstance(n, Window) and not any(reads_held(f) for f in n.funcs):
+            return replace(n, partition_by=tuple(k.transform(whole) for k in n.partition_by))
+        if isinstance(n, (Aggregate, Window)):
+            raise _Unread
+        return n
+
+    try:
+        carried = map_nodes(root, carry)
+    except _Unread:
+        return root, frozenset()
+    for scan, columns in taken.items():
+        read.setdefault(scan, {}).update(columns)
+    return carried, frozenset(held)
+
+
 def _map_outputs_as_entries(
     root: Node,
     outputs: frozenset[int],
     maps: Mapping[str, tuple[tuple[str, ...], str, str]],
     read: dict[tuple[str, ...], dict[str, str]],
+    through: frozenset[str] = frozenset(),
 ) -> tuple[Node, frozenset[str]]:
     """``root`` with each MAP it returns (at ``outputs``, the positions Spark types as a
     MAP, and wherever it passes on a source's MAP whole) returned as its entries, and the
@@ -336,7 +444,7 @@ def _map_outputs_as_entries(
     nothing else reads. The root is a projection, or a UNION ALL of them; a MAP from an
     aggregate or a window, or read on its way up, stays a MAP, and the query FULL."""
     if isinstance(root, UnionAll):
-        rebuilt = [_map_outputs_as_entries(c, outputs, maps, read) for c in root.inputs]
+        rebuilt = [_map_outputs_as_entries(c, outputs, maps, read, through) for c in root.inputs]
         carried = frozenset(
             out
             for i, out in enumerate(root.columns)
@@ -346,15 +454,11 @@ def _map_outputs_as_entries(
     if not isinstance(root, Project):
         return root, frozenset()
 
-    def as_entries(name: str) -> exp.Expr:
-        scan, source, base = maps[name]
-        out = map_values.entries_output(base)
-        read.setdefault(scan, {})[out] = map_values.entries_column(source)
-        return col(out)
-
     def inner(e: exp.Expr) -> exp.Expr:
         if isinstance(e, exp.Column) and not e.table and e.name in maps:
-            return exp.Anonymous(this="map_from_entries", expressions=[as_entries(e.name)])
+            return exp.Anonymous(
+                this="map_from_entries", expressions=[_entries_of(e.name, maps, read)]
+            )
         return e
 
     def taken_apart(e: exp.Expr) -> exp.Expr:
@@ -364,7 +468,9 @@ def _map_outputs_as_entries(
     below: dict[int, Project] = {}  # projections below computing a MAP the root returns
     for i, (e, out) in enumerate(zip(root.exprs, root.out, strict=True)):
         if _passes_on(e, maps):
-            exprs[i] = as_entries(e.name)
+            exprs[i] = _entries_of(e.name, maps, read)
+        elif isinstance(e, exp.Column) and not e.table and e.name in through:
+            pass  # entries already, passed on from below a UNION
         elif i in outputs and not isinstance(e, exp.Column):
             exprs[i] = taken_apart(e)
         elif (

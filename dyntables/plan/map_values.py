@@ -13,8 +13,9 @@ A MAP read whole by a call that takes it apart (``explode(attrs)``, ``size(attrs
 value can be grouped), and the call reads ``map_from_entries`` of them: the same MAP,
 its entries in the same order. A projection that passes a MAP on (a CTE's ``SELECT *``)
 passes on what is read of it instead (plan/build.py). A MAP the table holds is
-carried as its entries too, and written and matched as them (refresh/apply.py). A MAP
-read otherwise (compared, passed through a UNION and read above it) stays FULL.
+carried as its entries too, and written and matched as them (refresh/apply.py), and so
+is one a UNION ALL passes on (read above it from its entries). A MAP read otherwise
+(compared, aggregated) stays FULL.
 
 The name of such a scanned column says what it reads (the MAP column and the key), so
 whatever reads a plan's scanned columns (the change capture, its schema checks, the

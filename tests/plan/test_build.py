@@ -87,9 +87,21 @@ def test_scans_read_only_the_columns_the_query_uses(
         ("SELECT k, map_concat(m, map('z', 0)) AS mm FROM t0", ()),
         ("SELECT k, first(m) AS f FROM t0 GROUP BY k", ()),
         ("SELECT k, first(m) AS f FROM t0 GROUP BY k", (1,)),  # an aggregate's MAP
-        # through a UNION (whose inputs are read by position) and read above it
+        # through a UNION ALL, then aggregated or ranked by (a window's ties told apart
+        # by it), or built on one side only
         (
-            "SELECT x.k, x.m['a'] AS a FROM (SELECT k, m FROM t0 UNION ALL SELECT k, m FROM t0) x",
+            "SELECT x.k, FIRST(x.m) AS f FROM (SELECT k, m FROM t0 UNION ALL "
+            "SELECT k, m FROM t0) x GROUP BY x.k",
+            (),
+        ),
+        (
+            "SELECT x.k, ROW_NUMBER() OVER (PARTITION BY x.m['b'] ORDER BY x.k) AS r "
+            "FROM (SELECT k, m FROM t0 UNION ALL SELECT k, m FROM t0) x",
+            (),
+        ),
+        (
+            "SELECT x.k, x.m['a'] AS a FROM (SELECT k, m FROM t0 UNION ALL "
+            "SELECT k, map_concat(m, m) FROM t0) x",
             (),
         ),
         # built below the last projection, and read on its way up or passed on twice
@@ -154,6 +166,33 @@ def test_a_map_the_table_holds_is_carried_as_its_entries(
                 seen.add(e.name)  # passed on as it is (maybe by its own name)
                 e = defined[e.name]
             assert e.sql("spark").startswith("MAP_ENTRIES(") or e.name.endswith("__entries")
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT k, m['a'] AS a FROM (SELECT k, m FROM t0 UNION ALL SELECT k, m FROM t0) x",
+        "SELECT x.k, size(x.m) AS n, mk, v FROM (SELECT k, m FROM t0 UNION ALL "
+        "SELECT k, m FROM t0 WHERE k > 1) x LATERAL VIEW explode(x.m) g AS mk, v "
+        "WHERE x.m['b'] > 0",
+        "SELECT x.m['a'] AS a, COUNT(*) AS c FROM (SELECT k, m FROM t0 UNION ALL "
+        "SELECT k, m FROM t0) x GROUP BY x.m['a']",
+        "SELECT x.k, t1.s FROM (SELECT * FROM t0 UNION ALL SELECT * FROM t0) x "
+        "JOIN t1 ON x.m['a'] = t1.k",
+    ],
+)
+def test_a_map_passed_through_a_union_all_is_passed_as_its_entries(sql: str) -> None:
+    """A UNION reads its inputs by position: what is read of a MAP above it cannot
+    follow it through as it follows projections. Each input passes on the MAP's
+    entries instead, and the readers above read ``map_from_entries`` of them."""
+    plan = build_plan(sql, SCHEMA, qualify)
+    for scan in scans(plan.root):
+        if scan.table == T0:
+            assert "m" not in scan.source_columns
+            assert map_values.entries_column("m") in scan.source_columns
+    union = next(n for n in walk_post_order(plan.root) if isinstance(n, UnionAll))
+    assert {len(c.columns) for c in union.inputs} == {len(union.columns)}
+    assert "this=map_from_entries" in repr(plan.root)
 
 
 def test_values_at_constant_keys_of_a_map_are_scanned_as_columns() -> None:
