@@ -43,6 +43,14 @@ def _table(lh, unique, partitioned: bool = False) -> str:  # type: ignore[no-unt
     return name
 
 
+def _apply(lh, name: str, delta: str, table_rows, partitioning=None):  # type: ignore[no-untyped-def]
+    """The delta applied to table ``name``, its column ``m`` carried as entries."""
+    columns, table = ["k", "m", "d"], lh.qualify(name).sql()
+    return apply_delta(
+        lh.spark, table, columns, delta, "_apply_maps", table_rows, partitioning, frozenset({"m"})
+    )
+
+
 def _contents(lh, name: str) -> list[tuple]:  # type: ignore[no-untyped-def]
     """The rows, each MAP as its entries in its own order (which a write must keep)."""
     got = lh.sql(f"SELECT k, map_entries(m) AS m, CAST(d AS STRING) AS d FROM {name}").collect()
@@ -57,15 +65,7 @@ def _contents(lh, name: str) -> list[tuple]:  # type: ignore[no-untyped-def]
 def test_a_delta_of_entries_applied_to_a_map_column(lh, unique, table_rows) -> None:  # type: ignore[no-untyped-def]
     name = _table(lh, unique)
     try:
-        applied = apply_delta(
-            lh.spark,
-            lh.qualify(name).sql(),
-            ["k", "m", "d"],
-            DELTA,
-            "_apply_maps",
-            table_rows,
-            maps=frozenset({"m"}),
-        )
+        applied = _apply(lh, name, DELTA, table_rows)
         assert (applied.rows_inserted, applied.rows_deleted) == (2, 4)
         assert _contents(lh, name) == AFTER
     finally:
@@ -86,16 +86,7 @@ def test_a_delta_of_entries_overwrites_the_partitions_it_removes_rows_from(  # t
     assert iceberg is not None
     partitioning = Partitioning(tuple(iceberg.partition_fields()), iceberg.count_files)
     try:
-        applied = apply_delta(
-            lh.spark,
-            lh.qualify(name).sql(),
-            ["k", "m", "d"],
-            DELTA,
-            "_apply_maps",
-            None,
-            partitioning,
-            maps=frozenset({"m"}),
-        )
+        applied = _apply(lh, name, DELTA, None, partitioning)
         assert (applied.rows_inserted, applied.rows_deleted) == (2, 4)
         assert len(overwrites) == 1
         assert _contents(lh, name) == AFTER
@@ -113,15 +104,7 @@ def test_a_delta_removing_a_map_the_table_lacks_is_inconsistent(lh, unique) -> N
     try:
         for table_rows in (5, None):
             with pytest.raises(Exception, match="disagree"):
-                apply_delta(
-                    lh.spark,
-                    lh.qualify(name).sql(),
-                    ["k", "m", "d"],
-                    delta,
-                    "_apply_maps",
-                    table_rows,
-                    maps=frozenset({"m"}),
-                )
+                _apply(lh, name, delta, table_rows)
         assert len(_contents(lh, name)) == len(ROWS)
     finally:
         lh.sql(f"DROP TABLE IF EXISTS {name}")
