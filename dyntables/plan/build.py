@@ -186,7 +186,7 @@ def build_plan(
                 "(taken apart or passed on twice), or an aggregate's or a window's: Spark "
                 "cannot group or compare it",
             )
-    node = _prune_scans(_drop_unread_columns(node), schema)
+    node = _prune_scans(_drop_unread_columns(node, schema), schema)
     return Plan(node, tuple(names), tuple(builder.not_provably_empty), entries)
 
 
@@ -545,32 +545,49 @@ def _passes_on(e: exp.Expr, maps: Mapping[str, object]) -> bool:
     return isinstance(e, exp.Column) and not e.table and e.name in maps
 
 
-def _drop_unread_columns(root: Node) -> Node:
+def _drop_unread_columns(root: Node, schema: Schema) -> Node:
     """``root`` without the columns projections pass on as they are that nothing reads
     (a CTE's or derived table's ``SELECT *``; a MAP of which only what is read is now
     passed on beside it), from the top down: the scans then read only what the query
     uses. Dropping a column changes no row's weight (projection is linear)."""
     used = _referenced(root)  # the plan's output and a UNION's inputs among them
+    drop = functools.partial(_without_unread, schema=schema)
     while True:
-        rebuilt = map_nodes(root, functools.partial(_without_unread, used=used))
+        rebuilt = map_nodes(root, functools.partial(drop, used=used))
         now = _referenced(rebuilt)
         if now == used:  # nothing more became unread
             return rebuilt
         root, used = rebuilt, now
 
 
-def _without_unread(n: Node, used: set[str]) -> Node:
-    """Projection ``n`` without the bare columns it passes on that are not ``used``."""
+def _without_unread(n: Node, used: set[str], schema: Schema) -> Node:
+    """Projection ``n`` without the bare columns it passes on that are not ``used``.
+    When none is (``SELECT 1 FROM (SELECT * FROM t) x``), one still counts the rows:
+    the first that is no MAP, which Spark could not group."""
     if not isinstance(n, Project):
         return n
-    keep = [
+    keep: list[tuple[exp.Expr, str]] = [
         (e, o)
         for e, o in zip(n.exprs, n.out, strict=True)
         if o in used or not isinstance(e, exp.Column) or e.table
     ]
+    if not keep:
+        keep = [
+            (e, o)
+            for e, o in zip(n.exprs, n.out, strict=True)
+            if _groupable(_typed(n.child, e.name, schema))
+        ][:1]
     if not keep or len(keep) == len(n.exprs):
         return n
     return replace(n, exprs=tuple(e for e, _ in keep), out=tuple(o for _, o in keep))
+
+
+def _typed(node: Node, column: str, schema: Schema) -> str:
+    """The type of ``column`` of ``node`` as Spark writes it, where it is known (see
+    _defining); "" where not."""
+    defined = _defining(node, column, schema)
+    t = None if defined is None else defined.type
+    return t.sql("spark") if isinstance(t, exp.DataType) else ""
 
 
 def _prune_scans(root: Node, schema: Schema) -> Node:

@@ -1332,6 +1332,22 @@ def test_a_map_passed_on_by_a_projection_is_read_as_what_is_read_of_it(sql: str)
         assert {e.name for e in p.exprs if isinstance(e, exp.Column)} <= below | read
 
 
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT 1 AS one FROM (SELECT * FROM t0 WHERE k > 1) AS x",
+        "SELECT k FROM t1 EXCEPT ALL SELECT 1 AS c FROM (SELECT * FROM t0) AS x",
+    ],
+)
+def test_a_derived_table_none_of_whose_columns_is_read_scans_one_that_is_no_map(
+    sql: str,
+) -> None:
+    """A row still counts where nothing of it is read: one column is kept, not the MAP
+    (the query was FULL MAP_COLUMN)."""
+    plan = build_plan(sql, SCHEMA, qualify)
+    assert [s.source_columns for s in scans(plan.root) if s.table == T0] == [("k",)]
+
+
 def test_a_map_passed_on_and_never_read_is_not_scanned() -> None:
     plan = build_plan(
         "SELECT t1.s FROM (SELECT * FROM t0 WHERE k > 1) AS x JOIN t1 ON x.k = t1.k",
