@@ -54,6 +54,7 @@ from dyntables.plan.ops import (
     col,
     map_exprs,
     map_nodes,
+    map_own_exprs,
     replace_nodes,
     scans,
     walk_post_order,
@@ -344,9 +345,10 @@ def _maps_through_unions(
     projection passing one on at the same position) passed on as its entries, and read
     above it as ``map_from_entries`` of them; and the names above that hold such
     entries. A UNION reads its inputs by position, so the columns read of a MAP cannot
-    follow it through as they follow projections. Only where projections, filters and
-    generators read it: anything else (a join or group key, a window, an aggregate)
-    leaves ``root`` as it is, and the query FULL."""
+    follow it through as they follow projections. Above the UNION the MAP may be passed
+    on as it is, or read by what takes it apart (its values, size, keys, rows, whether
+    it is NULL), as a source's MAP may; read otherwise (ranked by, aggregated whole, a
+    UNION mixing it with a MAP), ``root`` is left as it is, and the query FULL."""
     if isinstance(root, UnionAll):  # the table's own columns: _map_outputs_as_entries
         rebuilt = [_maps_through_unions(c, maps, read) for c in root.inputs]
         return replace(root, inputs=tuple(c for c, _ in rebuilt)), frozenset().union(
@@ -355,25 +357,39 @@ def _maps_through_unions(
     held: set[str] = set()
     taken: dict[tuple[str, ...], dict[str, str]] = {}  # the reads, kept if it all works
 
-    def whole(e: exp.Expr) -> exp.Expr:
-        if isinstance(e, exp.Column) and not e.table and e.name in held:
-            return exp.Anonymous(this="map_from_entries", expressions=[e.copy()])
-        return e
+    def held_column(e: exp.Expr) -> bool:
+        return isinstance(e, exp.Column) and not e.table and e.name in held
 
-    def reads_held(e: exp.Expr) -> bool:
-        return any(c.name in held for c in e.find_all(exp.Column) if not c.table)
+    def whole(e: exp.Expr) -> exp.Expr:
+        """``e`` reading the MAPs held as entries from them, where they are taken apart."""
+        for c in e.find_all(exp.Column):
+            if held_column(c) and not _takes_apart(c):
+                raise _Unread
+        return e.transform(
+            lambda n: (
+                exp.Anonymous(this="map_from_entries", expressions=[n.copy()])
+                if held_column(n)
+                else n
+            )
+        )
 
     def carry(n: Node) -> Node:
         if isinstance(n, UnionAll):
             firsts = [c for c in n.inputs if isinstance(c, Project)]
             if len(firsts) != len(n.inputs):
+                if any(held_column(e) for c in n.inputs for e in map(col, c.columns)):
+                    raise _Unread
                 return n
             inputs = [list(p.exprs) for p in firsts]
             for i, out in enumerate(n.out):
-                if all(_passes_on(p.exprs[i], maps) for p in firsts):
-                    for exprs, p in zip(inputs, firsts, strict=True):
-                        exprs[i] = _entries_of(p.exprs[i].name, maps, taken)
+                at = [p.exprs[i] for p in firsts]
+                if all(_passes_on(e, maps) or held_column(e) for e in at):
+                    for exprs, e in zip(inputs, at, strict=True):
+                        if not held_column(e):
+                            exprs[i] = _entries_of(e.name, maps, taken)
                     held.add(out)
+                elif any(held_column(e) for e in at):  # entries beside a MAP
+                    raise _Unread
             return replace(
                 n,
                 inputs=tuple(
@@ -385,35 +401,13 @@ def _maps_through_unions(
         if isinstance(n, Project):
             exprs = []
             for e, out in zip(n.exprs, n.out, strict=True):
-                if isinstance(e, exp.Column) and not e.table and e.name in held:
+                if held_column(e):
                     held.add(out)  # passed on as it is: still its entries
                     exprs.append(e)
                 else:
-                    exprs.append(e.transform(whole))
+                    exprs.append(whole(e))
             return replace(n, exprs=tuple(exprs))
-        if isinstance(n, Filter):
-            return replace(n, predicate=n.predicate.transform(whole))
-        if isinstance(n, Generate):
-            return replace(n, call=n.call.transform(whole))
-        if isinstance(n, Join):  # a key or condition on a MAP itself: Spark refuses
-            return replace(
-                n,
-                left_keys=tuple(k.transform(whole) for k in n.left_keys),
-                right_keys=tuple(k.transform(whole) for k in n.right_keys),
-                residual=None if n.residual is None else n.residual.transform(whole),
-            )
-        # an aggregate's argument or a window function may return the MAP itself, which
-        # would become a column Spark cannot group; grouped or partitioned by one,
-        # Spark refuses the query itself
-        if isinstance(n, Aggregate) and not any(
-            a.arg is not None and reads_held(a.arg) for a in n.aggs
-        ):
-            return replace(n, keys=tuple(k.transform(whole) for k in n.keys))
-        if isinstance(n, Window) and not any(reads_held(f) for f in n.funcs):
-            return replace(n, partition_by=tuple(k.transform(whole) for k in n.partition_by))
-        if isinstance(n, (Aggregate, Window)):
-            raise _Unread
-        return n
+        return map_own_exprs(n, whole)
 
     try:
         carried = map_nodes(root, carry)

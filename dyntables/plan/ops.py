@@ -243,16 +243,28 @@ def _with_inputs(node: Node, rebuild: Callable[[Node], Node]) -> Node:
 def map_exprs(node: Node, fn: Callable[[exp.Expr], exp.Expr]) -> Node:
     """``node`` and everything below it with ``fn`` applied to each expression an
     operator holds (predicates, projections, keys, aggregate arguments, ...)."""
+    return _mapped_exprs(node, fn, below=True)
+
+
+def map_own_exprs(node: Node, fn: Callable[[exp.Expr], exp.Expr]) -> Node:
+    """``node`` with ``fn`` applied to each expression it holds itself (its inputs as
+    they are)."""
+    return _mapped_exprs(node, fn, below=False)
+
+
+def _mapped_exprs(node: Node, fn: Callable[[exp.Expr], exp.Expr], below: bool) -> Node:
     changes: dict[str, object] = {}
     for f in fields(node):
         value = getattr(node, f.name)
         if isinstance(value, Node):
-            changes[f.name] = map_exprs(value, fn)
+            if below:
+                changes[f.name] = map_exprs(value, fn)
         elif isinstance(value, exp.Expr):
             changes[f.name] = fn(value)
         elif isinstance(value, tuple) and value:
             if all(isinstance(v, Node) for v in value):
-                changes[f.name] = tuple(map_exprs(v, fn) for v in value)
+                if below:
+                    changes[f.name] = tuple(map_exprs(v, fn) for v in value)
             elif all(isinstance(v, exp.Expr) for v in value):
                 changes[f.name] = tuple(fn(v) for v in value)
             elif all(isinstance(v, AggCall) for v in value):

@@ -95,8 +95,8 @@ def test_scans_read_only_the_columns_the_query_uses(
             (),
         ),
         (
-            "SELECT x.k, ROW_NUMBER() OVER (PARTITION BY x.m['b'] ORDER BY x.k) AS r "
-            "FROM (SELECT k, m FROM t0 UNION ALL SELECT k, m FROM t0) x",
+            "SELECT u.k, to_json(u.m) AS j FROM (SELECT x.k, x.m FROM (SELECT k, m FROM t0 "
+            "UNION ALL SELECT k, m FROM t0) x UNION ALL SELECT k, map('a', n) FROM t0) u",
             (),
         ),
         (
@@ -179,6 +179,10 @@ def test_a_map_the_table_holds_is_carried_as_its_entries(
         "SELECT k, m FROM t0) x GROUP BY x.m['a']",
         "SELECT x.k, t1.s FROM (SELECT * FROM t0 UNION ALL SELECT * FROM t0) x "
         "JOIN t1 ON x.m['a'] = t1.k",
+        "SELECT x.k, ROW_NUMBER() OVER (PARTITION BY x.m['b'] ORDER BY x.k) AS r "
+        "FROM (SELECT k, m FROM t0 UNION ALL SELECT k, m FROM t0) x",
+        "SELECT u.k, u.m['a'] AS a FROM (SELECT k, m FROM (SELECT k, m FROM t0 UNION ALL "
+        "SELECT k, m FROM t0) x UNION ALL SELECT k, m FROM t0) u",
     ],
 )
 def test_a_map_passed_through_a_union_all_is_passed_as_its_entries(sql: str) -> None:
@@ -190,8 +194,8 @@ def test_a_map_passed_through_a_union_all_is_passed_as_its_entries(sql: str) -> 
         if scan.table == T0:
             assert "m" not in scan.source_columns
             assert map_values.entries_column("m") in scan.source_columns
-    union = next(n for n in walk_post_order(plan.root) if isinstance(n, UnionAll))
-    assert {len(c.columns) for c in union.inputs} == {len(union.columns)}
+    for union in (n for n in walk_post_order(plan.root) if isinstance(n, UnionAll)):
+        assert {len(c.columns) for c in union.inputs} == {len(union.columns)}
     assert "this=map_from_entries" in repr(plan.root)
 
 
