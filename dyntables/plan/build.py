@@ -291,10 +291,7 @@ def _read_map_values(
 
     def entries(e: exp.Expr) -> exp.Expr:
         if isinstance(e, exp.Column) and not e.table and e.name in maps and _takes_apart(e):
-            scan, source, base = maps[e.name]
-            out = map_values.entries_output(base)
-            read.setdefault(scan, {})[out] = map_values.entries_column(source)
-            return exp.Anonymous(this="map_from_entries", expressions=[col(out)])
+            return _rebuilt(e.name, maps, read)
         return e
 
     root = map_exprs(root, lambda e: e.transform(at_key).transform(entries))
@@ -330,6 +327,15 @@ def _entries_of(
     out = map_values.entries_output(base)
     read.setdefault(scan, {})[out] = map_values.entries_column(source)
     return col(out)
+
+
+def _rebuilt(
+    name: str,
+    maps: Mapping[str, tuple[tuple[str, ...], str, str]],
+    read: dict[tuple[str, ...], dict[str, str]],
+) -> exp.Expr:
+    """The source MAP ``name`` rebuilt from its entries (the same MAP, in its order)."""
+    return exp.Anonymous(this="map_from_entries", expressions=[_entries_of(name, maps, read)])
 
 
 class _Unread(Exception):
@@ -450,9 +456,7 @@ def _map_outputs_as_entries(
 
     def inner(e: exp.Expr) -> exp.Expr:
         if isinstance(e, exp.Column) and not e.table and e.name in maps:
-            return exp.Anonymous(
-                this="map_from_entries", expressions=[_entries_of(e.name, maps, read)]
-            )
+            return _rebuilt(e.name, maps, read)
         return e
 
     def taken_apart(e: exp.Expr) -> exp.Expr:
