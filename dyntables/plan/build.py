@@ -27,6 +27,7 @@ from dyntables.plan.calls import (
     is_aggregate_call,
     mean_as_avg,
     own_nodes,
+    picked_value,
     recomputable,
 )
 from dyntables.plan.generators import (
@@ -267,7 +268,7 @@ def _read_map_values(
                 if _passes_on(e, maps):
                     maps[out] = maps[e.name]
     read: dict[tuple[str, ...], dict[str, str]] = {}  # scan -> {output: scanned column}
-    root, through = _maps_through_unions(root, maps, read)
+    root, through = _maps_held_as_entries(root, maps, read)
     root, carried = _map_outputs_as_entries(root, outputs, maps, read, through)
     if not maps:
         return root, carried
@@ -342,21 +343,24 @@ class _Unread(Exception):
     """A MAP carried as its entries is read where they cannot stand in for it."""
 
 
-def _maps_through_unions(
+def _maps_held_as_entries(
     root: Node,
     maps: Mapping[str, tuple[tuple[str, ...], str, str]],
     read: dict[tuple[str, ...], dict[str, str]],
 ) -> tuple[Node, frozenset[str]]:
-    """``root`` with each source MAP a UNION ALL below it passes on (every input's
-    projection passing one on at the same position) passed on as its entries, and read
-    above it as ``map_from_entries`` of them; and the names above that hold such
-    entries. A UNION reads its inputs by position, so the columns read of a MAP cannot
-    follow it through as they follow projections. Above the UNION the MAP may be passed
-    on as it is, or read by what takes it apart (its values, size, keys, rows, whether
-    it is NULL), as a source's MAP may; read otherwise (ranked by, aggregated whole, a
-    UNION mixing it with a MAP), ``root`` is left as it is, and the query FULL."""
+    """``root`` with each source MAP that an operator passes on where no projection can
+    follow it passed on as its entries, and read above it as ``map_from_entries`` of
+    them; and the names above that hold such entries. A UNION ALL reads its inputs by
+    position (every input's projection passing one on at the same position), and an
+    aggregate (``FIRST(m)``, ``MAX_BY(m, ts)``) or a window function (``LAG(m)``) that
+    returns one row's MAP returns a value of its own: the columns read of the MAP cannot
+    follow it through as they follow projections, and Spark cannot group or compare the
+    MAP in a state or a delta. Above, the MAP may be passed on as it is, or read by what
+    takes it apart (its values, size, keys, rows, whether it is NULL), as a source's MAP
+    may; read otherwise (compared, aggregated otherwise, a UNION mixing it with a MAP),
+    ``root`` is left as it is, and the query FULL."""
     if isinstance(root, UnionAll):  # the table's own columns: _map_outputs_as_entries
-        rebuilt = [_maps_through_unions(c, maps, read) for c in root.inputs]
+        rebuilt = [_maps_held_as_entries(c, maps, read) for c in root.inputs]
         return replace(root, inputs=tuple(c for c, _ in rebuilt)), frozenset().union(
             *(held for _, held in rebuilt)
         )
@@ -366,18 +370,33 @@ def _maps_through_unions(
     def held_column(e: exp.Expr) -> bool:
         return isinstance(e, exp.Column) and not e.table and e.name in held
 
-    def whole(e: exp.Expr) -> exp.Expr:
-        """``e`` reading the MAPs held as entries from them, where they are taken apart."""
+    def whole(e: exp.Expr, keep: exp.Expr | None = None) -> exp.Expr:
+        """``e`` reading the MAPs held as entries from them, where they are taken apart;
+        ``keep``: a column of ``e`` (the caller's copy) that stays entries."""
         for c in e.find_all(exp.Column):
-            if held_column(c) and not _takes_apart(c):
+            if c is not keep and held_column(c) and not _takes_apart(c):
                 raise _Unread
         return e.transform(
             lambda n: (
                 exp.Anonymous(this="map_from_entries", expressions=[n.copy()])
-                if held_column(n)
+                if held_column(n) and n is not keep
                 else n
-            )
+            ),
+            copy=keep is None,
         )
+
+    def pick(e: exp.Expr) -> exp.Expr | None:
+        """``e`` returning the entries of the MAP it returns, or None if it returns none."""
+        mine = e.copy()
+        call = picked_value(mine)
+        target = call.this if call is not None else None
+        if not (isinstance(target, exp.Column) and not target.table):
+            return None
+        if not held_column(target):
+            if not _passes_on(target, maps):
+                return None
+            target = target.replace(_entries_of(target.name, maps, taken))
+        return whole(mine, keep=target)
 
     def carry(n: Node) -> Node:
         if isinstance(n, UnionAll):
@@ -402,6 +421,30 @@ def _maps_through_unions(
                     replace(p, exprs=tuple(e)) for p, e in zip(firsts, inputs, strict=True)
                 ),
             )
+        if isinstance(n, Aggregate):
+            picks = {a.column: pick(a.arg) for a in n.aggs if a.func == RECOMPUTED and a.arg}
+            if held or any(p is not None for p in picks.values()):
+                aggs = []
+                for a in n.aggs:
+                    picked = picks.get(a.column)
+                    if picked is not None:
+                        held.add(a.column)
+                    if picked is None and a.arg is not None:
+                        picked = whole(a.arg)
+                    aggs.append(replace(a, arg=picked))
+                return replace(n, keys=tuple(map(whole, n.keys)), aggs=tuple(aggs))
+        if isinstance(n, Window):
+            picks = {out: pick(f) for f, out in zip(n.funcs, n.func_columns, strict=True)}
+            if held or any(p is not None for p in picks.values()):
+                funcs = []
+                for f, out in zip(n.funcs, n.func_columns, strict=True):
+                    picked = picks[out]
+                    if picked is not None:
+                        held.add(out)
+                    funcs.append(whole(f) if picked is None else picked)
+                return replace(
+                    n, partition_by=tuple(map(whole, n.partition_by)), funcs=tuple(funcs)
+                )
         if not held:
             return n
         if isinstance(n, Project):

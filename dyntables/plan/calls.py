@@ -177,3 +177,31 @@ def own_nodes(root: exp.Expr) -> list[exp.Expr]:
             c for c in n.iter_expressions() if not isinstance(c, (exp.Query, exp.Subquery))
         )
     return out
+
+
+# calls returning one row's value of their first argument as it is (an aggregate's or a
+# window function's): of a MAP's entries they return the entries of the MAP they return
+_PICKS = (
+    exp.First,
+    exp.Last,
+    exp.AnyValue,
+    exp.ArgMax,
+    exp.ArgMin,
+    exp.FirstValue,
+    exp.LastValue,
+    exp.NthValue,
+    exp.Lag,
+    exp.Lead,
+)
+
+
+def picked_value(e: exp.Expr) -> exp.Expr | None:
+    """The call in ``e`` (an aggregate call or a window function, maybe FILTERed or
+    IGNORE NULLS) if it returns one row's value of its first argument as it is; None
+    otherwise, also for LAG and LEAD with a default (a value of their own)."""
+    n = e.this if isinstance(e, exp.Window) else e
+    while isinstance(n, exp.IgnoreNulls | exp.RespectNulls | exp.Filter):
+        n = n.this
+    if not isinstance(n, _PICKS) or n.args.get("default") is not None:
+        return None
+    return n

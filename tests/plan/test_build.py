@@ -9,6 +9,7 @@ from sqlglot import exp
 
 from dyntables.plan import map_values
 from dyntables.plan.build import build_plan
+from dyntables.plan.calls import picked_value
 from dyntables.plan.not_incremental import NotIncremental
 from dyntables.plan.ops import (
     RECOMPUTED,
@@ -85,12 +86,13 @@ def test_scans_read_only_the_columns_the_query_uses(
     [
         # a MAP built from a source's MAP, not known to be one (no positions given)
         ("SELECT k, map_concat(m, map('z', 0)) AS mm FROM t0", ()),
-        ("SELECT k, first(m) AS f FROM t0 GROUP BY k", ()),
-        ("SELECT k, first(m) AS f FROM t0 GROUP BY k", (1,)),  # an aggregate's MAP
-        # through a UNION ALL, then aggregated or ranked by (a window's ties told apart
-        # by it), or built on one side only
+        # an aggregate's or a window's MAP that is no one row's (a default of its own)
+        ("SELECT k, collect_list(m) AS f FROM t0 GROUP BY k", ()),
+        ("SELECT k, LAG(m, 1, map('a', 0)) OVER (PARTITION BY k ORDER BY n) AS p FROM t0", (1,)),
+        # through a UNION ALL, then aggregated otherwise or ranked by (a window's ties told
+        # apart by it), or built on one side only
         (
-            "SELECT x.k, FIRST(x.m) AS f FROM (SELECT k, m FROM t0 UNION ALL "
+            "SELECT x.k, COUNT(DISTINCT x.m) AS f FROM (SELECT k, m FROM t0 UNION ALL "
             "SELECT k, m FROM t0) x GROUP BY x.k",
             (),
         ),
@@ -131,6 +133,18 @@ def test_reading_a_map_column_whole_has_no_delta_rule(
         ("SELECT k, m FROM t0 UNION ALL SELECT k, map('s', s) FROM t1", (1,), [1]),
         ("SELECT k, map('n', n) AS a, map_concat(m, map('k', k)) AS b FROM t0", (1, 2), [1, 2]),
         ("SELECT k, map('total', SUM(n)) AS a FROM t0 GROUP BY k", (1,), [1]),
+        # one row's MAP, an aggregate's or a window function's
+        ("SELECT k, first(m) AS f FROM t0 GROUP BY k", (1,), [1]),
+        ("SELECT k, MAX_BY(m, ts) AS f, COUNT(*) AS c FROM t0 GROUP BY k", (1,), [1]),
+        ("SELECT MIN_BY(m, n) FILTER (WHERE z > 0) AS f FROM t0", (0,), [0]),
+        ("SELECT k, LAST(m) IGNORE NULLS AS f FROM t0 GROUP BY k HAVING size(f) > 1", (1,), [1]),
+        ("SELECT k, LAG(m) OVER (PARTITION BY k ORDER BY n) AS p, m FROM t0", (1, 2), [1, 2]),
+        (
+            "SELECT x.k, FIRST(x.m) AS f FROM (SELECT k, m FROM t0 UNION ALL "
+            "SELECT k, m FROM t0) x GROUP BY x.k",
+            (1,),
+            [1],
+        ),
         # built below the last projection (a CTE's) and passed on to it as it is
         ("WITH x AS (SELECT k, map('n', n) AS mm FROM t0) SELECT * FROM x", (1,), [1]),
         (
@@ -151,12 +165,16 @@ def test_a_map_the_table_holds_is_carried_as_its_entries(
     assert sorted(plan.entries) == sorted(plan.root.columns[i] for i in positions)
     for scan in scans(plan.root):
         assert "m" not in scan.source_columns
-    defined = {
-        out: e
-        for n in walk_post_order(plan.root)
-        if isinstance(n, Project)
-        for e, out in zip(n.exprs, n.out, strict=True)
-    }
+    defined: dict[str, exp.Expr] = {}  # what each name is, one row's value of another
+    for n in walk_post_order(plan.root):
+        if isinstance(n, Project):
+            defined.update(zip(n.out, n.exprs, strict=True))
+        elif isinstance(n, Aggregate):
+            defined.update((a.column, a.arg) for a in n.aggs if a.arg is not None)
+        elif isinstance(n, Window):
+            defined.update(zip(n.func_columns, n.funcs, strict=True))
+        elif isinstance(n, UnionAll) and isinstance(n.inputs[0], Project):
+            defined.update(zip(n.out, n.inputs[0].exprs, strict=True))
     top = [plan.root] if isinstance(plan.root, Project) else list(plan.root.inputs)
     for p in top:
         assert isinstance(p, Project)
@@ -165,6 +183,7 @@ def test_a_map_the_table_holds_is_carried_as_its_entries(
             while isinstance(e, exp.Column) and e.name in defined.keys() - seen:
                 seen.add(e.name)  # passed on as it is (maybe by its own name)
                 e = defined[e.name]
+                e = picked.this if (picked := picked_value(e)) is not None else e
             assert e.sql("spark").startswith("MAP_ENTRIES(") or e.name.endswith("__entries")
 
 
