@@ -825,9 +825,10 @@ class QueryGen:
         prefix: str = "c",
         rel: Rel | None = None,
         sets: bool | None = None,
+        last: bool = False,
     ) -> Query:
         """``sets``: group by ROLLUP / CUBE / GROUPING SETS of the keys (None: now and
-        then)."""
+        then); ``last``: the query's last projection, which may return a MAP."""
         ch = self.ch
         if rel is None:
             rel = self.from_clause(2)
@@ -917,6 +918,7 @@ class QueryGen:
             items.append(f"RANK() OVER (ORDER BY COUNT(*)) AS {name}")
             cols.append(Col(name, INT))
             tags.add("window_rank")
+        picked_map = last and self.picked_map(rel, items, tags)
         grouping = ""
         windowed = any("OVER (" in item for item in items)
         if keys and (sets if sets is not None else chance(ch, 0.1)):
@@ -949,11 +951,27 @@ class QueryGen:
             tags.add("having")
             sql += " HAVING " + pick(ch, [" AND ", " OR "]).join(having)
         if (
-            not grouping and chance(ch, 0.1) and all(c.exact for c in cols)
+            not grouping and not picked_map and chance(ch, 0.1) and all(c.exact for c in cols)
         ):  # DISTINCT over the aggregate's rows
             sql = sql.replace("SELECT ", "SELECT DISTINCT ", 1)
             tags.add("distinct")
         return Query(sql, cols, tags, rel.tables, rel.grammar)
+
+    def picked_map(self, rel: Rel, items: list[str], tags: set[str]) -> bool:
+        """Maybe one more item, ``... AS m``: one row's MAP of a source's (MAX_BY, MIN_BY,
+        its ties told apart by the MAP itself so the answer is one), the whole of it, a
+        value at a key or its keys. Whether there is one: nothing may group or compare it."""
+        ch = self.ch
+        maps = [r.sql[: -len("['a']")] for r in rel.scope if r.sql.endswith(".m['a']")]
+        if not maps or not chance(ch, 0.3):
+            return False
+        m = pick(ch, maps)
+        by = self.atom(rel.scope, self.any_type(rel.scope))
+        call = f"{pick(ch, ['MAX_BY', 'MIN_BY'])}({m}, STRUCT({by}, to_json({m})))"
+        form = pick(ch, [call, call, f"{call}['a']", f"map_keys({call})"])
+        items.append(f"{form} AS m")
+        tags.update(("map_output", "picked_map"))
+        return True
 
     def agg_call(self, scope: Sequence[Ref], tags: set[str]) -> tuple[str, str, bool]:
         """(SQL, result type, exact) of one aggregate call, sometimes with a FILTER."""
@@ -1573,11 +1591,11 @@ class QueryGen:
                 rel.tables,
             )
         if shape == "group_by":
-            return self.aggregate()
+            return self.aggregate(last=True)
         if shape == "global_agg":
-            return self.aggregate(global_=True)
+            return self.aggregate(global_=True, last=True)
         if shape == "grouping_sets":
-            return self.aggregate(sets=True)
+            return self.aggregate(sets=True, last=True)
         if shape == "top_n":
             return self.top_n()
         if shape == "distinct":

@@ -84,6 +84,7 @@ def test_shapes_carry_their_tags() -> None:
         "dt_over_dt",
         "rejected",
         "twin",
+        "picked_map",
     ):
         assert tag in seen, tag
 
