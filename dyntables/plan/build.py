@@ -291,6 +291,8 @@ def _read_map_values(
         return e
 
     def entries(e: exp.Expr) -> exp.Expr:
+        if _entries_call(e) and (name := _column_name(e.expressions[0])) in maps:
+            return _entries_of(name, maps, read)  # not map_entries(map_from_entries(...))
         if isinstance(e, exp.Column) and not e.table and e.name in maps and _takes_apart(e):
             return _rebuilt(e.name, maps, read)
         return e
@@ -315,6 +317,17 @@ def _read_map_values(
         return n
 
     return map_nodes(root, reading), carried
+
+
+def _entries_call(e: exp.Expr) -> bool:
+    return (
+        isinstance(e, exp.Anonymous) and e.name.lower() == "map_entries" and len(e.expressions) == 1
+    )
+
+
+def _column_name(e: exp.Expr) -> str:
+    """The name of an unqualified column (internal names are), or ``""``."""
+    return e.name if isinstance(e, exp.Column) and not e.table else ""
 
 
 def _entries_of(
@@ -376,14 +389,15 @@ def _maps_held_as_entries(
         for c in e.find_all(exp.Column):
             if c is not keep and held_column(c) and not _takes_apart(c):
                 raise _Unread
-        return e.transform(
-            lambda n: (
-                exp.Anonymous(this="map_from_entries", expressions=[n.copy()])
-                if held_column(n) and n is not keep
-                else n
-            ),
-            copy=keep is None,
-        )
+
+        def read(n: exp.Expr) -> exp.Expr:
+            if _entries_call(n) and held_column(n.expressions[0]):
+                return n.expressions[0].copy()  # its entries are what it holds
+            if held_column(n) and n is not keep:
+                return exp.Anonymous(this="map_from_entries", expressions=[n.copy()])
+            return n
+
+        return e.transform(read, copy=keep is None)
 
     def pick(e: exp.Expr) -> exp.Expr | None:
         """``e`` returning the entries of the MAP it returns, or None if it returns none."""
