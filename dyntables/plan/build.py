@@ -268,7 +268,7 @@ def _read_map_values(
                 if _passes_on(e, maps):
                     maps[out] = maps[e.name]
     read: dict[tuple[str, ...], dict[str, str]] = {}  # scan -> {output: scanned column}
-    root, through = _maps_held_as_entries(root, maps, read)
+    root, through = _maps_held_as_entries(root, maps, read, outputs)
     root, carried = _map_outputs_as_entries(root, outputs, maps, read, through)
     if not maps:
         return root, carried
@@ -360,6 +360,7 @@ def _maps_held_as_entries(
     root: Node,
     maps: Mapping[str, tuple[tuple[str, ...], str, str]],
     read: dict[tuple[str, ...], dict[str, str]],
+    outputs: frozenset[int] = frozenset(),
 ) -> tuple[Node, frozenset[str]]:
     """``root`` with each source MAP that an operator passes on where no projection can
     follow it passed on as its entries, and read above it as ``map_from_entries`` of
@@ -371,9 +372,11 @@ def _maps_held_as_entries(
     MAP in a state or a delta. Above, the MAP may be passed on as it is, or read by what
     takes it apart (its values, size, keys, rows, whether it is NULL), as a source's MAP
     may; read otherwise (compared, aggregated otherwise, a UNION mixing it with a MAP),
-    ``root`` is left as it is, and the query FULL."""
+    ``root`` is left as it is, and the query FULL. The last projection may also build
+    a MAP of it at ``outputs`` (``coalesce(FIRST(m), map())``), which
+    _map_outputs_as_entries then takes apart where it is built."""
     if isinstance(root, UnionAll):  # the table's own columns: _map_outputs_as_entries
-        rebuilt = [_maps_held_as_entries(c, maps, read) for c in root.inputs]
+        rebuilt = [_maps_held_as_entries(c, maps, read, outputs) for c in root.inputs]
         return replace(root, inputs=tuple(c for c, _ in rebuilt)), frozenset().union(
             *(held for _, held in rebuilt)
         )
@@ -472,8 +475,33 @@ def _maps_held_as_entries(
             return replace(n, exprs=tuple(exprs))
         return map_own_exprs(n, whole)
 
+    def last(n: Project) -> Project:
+        """The last projection: a MAP it builds at ``outputs`` may read the entries."""
+        exprs = []
+        for i, (e, out) in enumerate(zip(n.exprs, n.out, strict=True)):
+            if held_column(e):
+                held.add(out)
+                exprs.append(e)
+            elif i in outputs:
+                exprs.append(
+                    e.transform(
+                        lambda c: (
+                            exp.Anonymous(this="map_from_entries", expressions=[c.copy()])
+                            if held_column(c)
+                            else c
+                        )
+                    )
+                )
+            else:
+                exprs.append(whole(e))
+        return replace(n, exprs=tuple(exprs))
+
     try:
-        carried = map_nodes(root, carry)
+        if isinstance(root, Project) and outputs:
+            below = map_nodes(root.child, carry)
+            carried = last(replace(root, child=below)) if held else carry(root)
+        else:
+            carried = map_nodes(root, carry)
     except _Unread:
         return root, frozenset()
     for scan, columns in taken.items():

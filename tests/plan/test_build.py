@@ -86,6 +86,8 @@ def test_scans_read_only_the_columns_the_query_uses(
     [
         # a MAP built from a source's MAP, not known to be one (no positions given)
         ("SELECT k, map_concat(m, map('z', 0)) AS mm FROM t0", ()),
+        # a MAP built of one row's MAP where the table holds no MAP
+        ("SELECT k, to_json(coalesce(MAX_BY(m, n), map('x', 0))) AS j FROM t0 GROUP BY k", ()),
         # an aggregate's or a window's MAP that is no one row's (a default of its own)
         ("SELECT k, collect_list(m) AS f FROM t0 GROUP BY k", ()),
         ("SELECT k, LAG(m, 1, map('a', 0)) OVER (PARTITION BY k ORDER BY n) AS p FROM t0", (1,)),
@@ -142,6 +144,14 @@ def test_reading_a_map_column_whole_has_no_delta_rule(
         (
             "SELECT x.k, FIRST(x.m) AS f FROM (SELECT k, m FROM t0 UNION ALL "
             "SELECT k, m FROM t0) x GROUP BY x.k",
+            (1,),
+            [1],
+        ),
+        # ... and one the last projection builds of them
+        ("SELECT k, coalesce(MAX_BY(m, n), map('x', 0)) AS f FROM t0 GROUP BY k", (1,), [1]),
+        (
+            "SELECT x.k, map_concat(x.m, map('z', 1)) AS f FROM (SELECT k, m FROM t0 "
+            "UNION ALL SELECT k, m FROM t0) x",
             (1,),
             [1],
         ),
