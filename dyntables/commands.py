@@ -50,6 +50,7 @@ from dyntables.plan.query import (
 )
 from dyntables.refresh.changes import reads_file_metadata
 from dyntables.refresh.compiled import drop_state_tables
+from dyntables.refresh.day import dated, today
 from dyntables.refresh.full import contents_sql, current_sources, pinned_query_sql, pinned_sql
 from dyntables.refresh.history import (
     FAILED,
@@ -443,6 +444,10 @@ class Commands:
         job_id = new_job_id()
         with catalogs_closed(work_session(self.spark, {}, source_rows)) as spark:
             label_jobs(self.spark.sparkContext, job_id, f"create {dt.name}", dt.vcluster.lower())
+            day = today(spark, dt)  # built as of the day it reads as CURRENT_DATE
+            built = dated(dt, day)
+            if day is not None:
+                query = parse_query(built.query)
             query_sql = pinned_sql(spark, query, self.lh.qualify, pinned)
             schema = self._analyze(spark, query_sql, dt)
             columns = (
@@ -453,14 +458,15 @@ class Commands:
                     f"dynamic table {dt.name} lists {len(columns)} columns but its query returns {len(schema.fields)}"
                 )
             compiled = self.registry.planner.compile_for_create(
-                dt, columns, [(f.name, f.dataType.simpleString()) for f in schema.fields]
+                built, columns, [(f.name, f.dataType.simpleString()) for f in schema.fields]
             )
-            dt = dt.with_options(
-                query_columns=tuple(schema.names),
-                plan_columns=tuple(compiled.plan.output_names) if compiled.plan else (),
-            )
-            contents, states = contents_sql(spark, dt, compiled.plan, pinned, columns, job_id)
-            state = RefreshState(job_id, now_ms(), pinned, FULL, states)
+            options = {
+                "query_columns": tuple(schema.names),
+                "plan_columns": tuple(compiled.plan.output_names) if compiled.plan else (),
+            }
+            dt, built = dt.with_options(**options), built.with_options(**options)
+            contents, states = contents_sql(spark, built, compiled.plan, pinned, columns, job_id)
+            state = RefreshState(job_id, now_ms(), pinned, FULL, states, day=day)
             props = {
                 **dt.to_properties(),
                 **state.to_properties(),
@@ -496,8 +502,8 @@ class Commands:
             if table is not None:
                 # the CTAS's snapshot, known only now: a rollback or an outside write before
                 # the first refresh is noticed too (see RefreshState.table_snapshot)
-                built = dataclasses.replace(state, table_snapshot=table.current_snapshot_id())
-                table.set_properties(built.to_properties())
+                found = dataclasses.replace(state, table_snapshot=table.current_snapshot_id())
+                table.set_properties(found.to_properties())
             self._record_build(dt, started, t0, job_id, table, None)
 
     def _reads_back(self, name: TableName, sources: list[TableName]) -> list[TableName] | None:

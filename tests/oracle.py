@@ -1,11 +1,13 @@
 """The oracle (DESIGN.md): after a refresh, the dynamic table equals, as a multiset, its
-query over the sources pinned at the snapshots that refresh recorded."""
+query over the sources pinned at the snapshots that refresh recorded (and on the day it
+recorded, for a query reading CURRENT_DATE)."""
 
 from __future__ import annotations
 
 from dyntables import Lakehouse
 from dyntables.catalog.definition import RefreshState
 from dyntables.catalog.iceberg import load_table
+from dyntables.refresh.day import dated
 from dyntables.refresh.full import pinned_query_sql
 from dyntables.sql.tokens import back_quoted
 
@@ -16,7 +18,7 @@ def oracle_sql(lh: Lakehouse, dt_name: str) -> str:
     assert table is not None
     state = RefreshState.from_properties(table.properties())
     assert state is not None, f"{dt_name} was never refreshed"
-    return pinned_query_sql(lh.spark, dt, dict(state.sources))
+    return pinned_query_sql(lh.spark, dated(dt, state.day), dict(state.sources))
 
 
 def differences(lh: Lakehouse, dt_name: str) -> tuple[int, int]:

@@ -105,11 +105,14 @@ class RefreshState:
     mode: str
     state_tables: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     table_snapshot: int | None = None
+    # the day its query read as CURRENT_DATE (None: it reads none)
+    day: str | None = None
 
     def to_properties(self) -> dict[str, str]:
         return {
             # always set ("" when unknown): a table replaced in place keeps old properties
             PREFIX + "refresh.table_snapshot": str(self.table_snapshot or ""),
+            PREFIX + "refresh.day": self.day or "",
             PREFIX + "refresh.id": self.refresh_id,
             PREFIX + "refresh.time_ms": str(self.time_ms),
             PREFIX + "refresh.mode": self.mode,
@@ -133,6 +136,7 @@ class RefreshState:
             sources={k: SourceVersion.from_json(v) for k, v in sources.items()},
             state_tables=json.loads(props.get(PREFIX + "refresh.state_tables", "{}")),
             table_snapshot=_int_or_none(props.get(PREFIX + "refresh.table_snapshot")),
+            day=props.get(PREFIX + "refresh.day") or None,
         )
 
 

@@ -27,7 +27,6 @@ NON_DETERMINISTIC_CLASSES: tuple[type[exp.Expr], ...] = (
     exp.Randn,
     exp.Uuid,
     exp.CurrentTimestamp,
-    exp.CurrentDate,
     exp.CurrentTime,
     exp.Localtimestamp,
     exp.Shuffle,
@@ -45,11 +44,9 @@ NON_DETERMINISTIC_NAMES = frozenset(
         "input_file_block_length",
         "spark_partition_id",
         "current_timestamp",
-        "current_date",
         "localtimestamp",
         "unix_timestamp",
         "current_timezone",
-        "curdate",
     }
 )
 
@@ -544,6 +541,53 @@ def scoped_names(query: exp.Query, qualify: Qualifier) -> exp.Query:
             column.set("db", None)
             column.set("table", exp.to_identifier(target))
     return tree
+
+
+# CURRENT_DATE (and CURDATE()) is the one function of time a query may read, as in the
+# seeds (``WHERE d >= date_sub(current_date(), 7)``): each refresh reads it once, as a
+# DATE literal written into the query, and records the day, so the table equals its
+# query on that day, and a delta computed on that day is one of that query. A refresh on
+# another day recomputes (the rows a day in or out of a window are no source's change).
+_TODAY = "curdate"
+
+
+def _today_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` calls CURRENT_DATE: (start, end) offsets, the end exclusive; a
+    quoted name, a qualified one (``t.current_date``) or an alias is no call."""
+    tokens = tokenize(text)
+    spans: list[tuple[int, int]] = []
+    for i, t in enumerate(tokens):
+        before = tokens[i - 1].token_type if i else None
+        if before in (TokenType.DOT, TokenType.ALIAS):
+            continue
+        after = tokens[i + 1 : i + 3]
+        called = (
+            len(after) == 2
+            and after[0].token_type == TokenType.L_PAREN
+            and after[1].token_type == TokenType.R_PAREN
+        )
+        if t.token_type == TokenType.CURRENT_DATE:
+            spans.append((t.start, (after[1] if called else t).end + 1))
+        elif t.token_type == TokenType.VAR and t.text.lower() == _TODAY and called:
+            spans.append((t.start, after[1].end + 1))
+    return spans
+
+
+def reads_current_date(text: str) -> bool:
+    try:
+        return bool(_today_spans(text))
+    except SqlSyntaxError:
+        return False
+
+
+def on_day(text: str, day: str) -> str:
+    """``text`` with each call of CURRENT_DATE replaced by the DATE ``day``
+    (YYYY-MM-DD), the rest of the text as written."""
+    out, at = [], 0
+    for start, end in _today_spans(text):
+        out += [text[at:start], f"DATE '{day}'"]
+        at = end
+    return "".join(out) + text[at:]
 
 
 def non_deterministic_calls(query: exp.Expr) -> list[str]:

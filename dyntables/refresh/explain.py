@@ -30,6 +30,7 @@ from dyntables.refresh.compiled import (
     output_sql,
     table_ref,
 )
+from dyntables.refresh.day import DAY_CHANGED, today
 from dyntables.refresh.incremental import rebuilds_whole, under_rowwise_root
 
 if TYPE_CHECKING:
@@ -190,6 +191,15 @@ def explain(planner: Planner, dt: DynamicTableDef) -> list[tuple[str, str]]:
                     f"{src}: last refresh read snapshot {version.snapshot}, now {current.get(src)}",
                 )
             )
+    day = today(spark, dt)
+    if day is not None:
+        rows.append(
+            (
+                "current date",
+                f"read as DATE '{day}' by every statement of a refresh today; a refresh on "
+                f"another day recomputes ({DAY_CHANGED})",
+            )
+        )
     table_rows = table.total_records() if table else None
     rebuilt: frozenset[int] = frozenset()
     if state is not None:

@@ -71,6 +71,7 @@ from dyntables.refresh.compiled import (
     state_keys,
     with_exact_averages,
 )
+from dyntables.refresh.day import DAY_CHANGED, dated, today
 from dyntables.refresh.estimate import ReadEstimate, RecomputeCheaper
 from dyntables.refresh.full import (
     check_columns,
@@ -205,6 +206,7 @@ class Planner:
         (name, type) of the query's columns at CREATE, where the table is not built yet
         (or is the one being replaced); else the table's own."""
         spark = spark or self.registry.spark
+        dt = dated(dt, today(spark, dt))  # a refresh's is dated already: today's for the rest
         schema: dict[TableName, list[tuple[str, str]]] = {}
         for source in dt.sources:
             version = (pinned or {}).get(str(source))
@@ -391,6 +393,16 @@ class Planner:
             return decided
         if dt.refresh_mode == "FULL":
             return FULL, REQUESTED_FULL
+        day = today(self.registry.spark, dt)
+        if day is not None:
+            table = load_table(self.registry.spark, dt.name)
+            state = RefreshState.from_properties(table.properties()) if table else None
+            if state is not None and state.day != day:
+                return FULL, (
+                    f"{DAY_CHANGED}: the query reads CURRENT_DATE, {day} now, and the last "
+                    f"refresh read {state.day}: the rows a day in or out of its range are no "
+                    "source's change"
+                )
         compiled = compiled or self.compile(dt)
         if compiled.plan is None:
             assert compiled.reason is not None

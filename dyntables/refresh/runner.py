@@ -31,6 +31,7 @@ from dyntables.errors import (
 from dyntables.refresh import faults
 from dyntables.refresh.changes import compacted_only, reads_file_metadata
 from dyntables.refresh.compaction import compact_if_fragmented
+from dyntables.refresh.day import DAY_CHANGED, dated, today
 from dyntables.refresh.full import current_sources
 from dyntables.refresh.history import (
     FAILED,
@@ -166,6 +167,8 @@ class Refresher:
         if previous is None:
             return None
         dt = DynamicTableDef.from_properties(dt.name, properties) or dt
+        if today(self.spark, dt) != previous.day:
+            return None  # its query reads CURRENT_DATE, another day now
         pinned, missing, _, _ = current_sources(self.spark, dt)
         if missing or not _unchanged(previous, pinned) or _changed_outside(table, previous):
             return None
@@ -200,12 +203,17 @@ class Refresher:
         published = False
         session: Any = None
         try:
+            # the day its query reads as CURRENT_DATE, the same for all it runs; on
+            # another day than the last refresh's, the rows it returns changed too
+            day = today(self.spark, dt)
+            new_day = previous is not None and day != previous.day
+            dt = dated(dt, day)
             pinned, missing, source_rows, loaded = current_sources(self.spark, dt)
             faults.reach("after_pin_sources")
             if missing:
                 return self._no_data(dt, trigger, started, t0, job_id, _dropped(missing[0]))
             moved = previous is not None and _changed_outside(table, previous)
-            if previous is not None and not (force_full or moved):
+            if previous is not None and not (force_full or moved or new_day):
                 if _unchanged(previous, pinned):
                     return self._no_data(dt, trigger, started, t0, job_id, None)
                 compacted = (
@@ -224,6 +232,7 @@ class Refresher:
                         NO_DATA,
                         previous.state_tables,
                         table.current_snapshot_id(),
+                        day,
                     )
                     table.publish(None, state.to_properties(), _as_found(table, dt, previous))
                     return self._no_data(
@@ -232,10 +241,12 @@ class Refresher:
             rows = rows_together([source_rows, table.total_records()])
             session = self._child_session(job_id, dt, rows)
             mode, reason, executor = self.registry.planner.choose(
-                dt, previous, pinned, force_full or moved, session, loaded
+                dt, previous, pinned, force_full or moved or new_day, session, loaded
             )
             if moved and not force_full:
                 reason = TABLE_CHANGED
+            elif new_day and not force_full:
+                reason = DAY_CHANGED
             ctx = RefreshContext(
                 spark=session,
                 dt=dt,
@@ -244,6 +255,8 @@ class Refresher:
                 pinned=pinned,
                 job_id=job_id,
             )
+            if day is not None:
+                ctx.stats["current_date"] = day
             result = executor(ctx)
             mode, reason = result.mode or mode, result.reason if result.mode else reason
             read = input_rows(session, job_id)
@@ -269,7 +282,7 @@ class Refresher:
             # nothing published: the table is as the refresh found it (a commit since is
             # someone else's, for the next refresh to notice)
             own = snapshot.snapshot_id if snapshot else table.current_snapshot_id()
-            state = RefreshState(job_id, now_ms(), pinned, mode, result.state_tables, own)
+            state = RefreshState(job_id, now_ms(), pinned, mode, result.state_tables, own, day)
             faults.reach("before_publish")
             for state_name, state_snapshot in result.publish_first:
                 state_table = load_table(self.spark, state_name)

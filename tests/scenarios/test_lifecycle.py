@@ -97,7 +97,6 @@ def test_drop_table_on_a_dynamic_table_points_to_drop_dynamic_table(
         ("rand()", "RAND"),
         ("current_timestamp()", "CURRENT_TIMESTAMP"),
         ("now()", "NOW"),
-        ("current_date()", "CURRENT_DATE"),
         ("uuid()", "UUID"),
         ("monotonically_increasing_id()", "MONOTONICALLY_INCREASING_ID"),
         ("input_file_name()", "INPUT_FILE_NAME"),
