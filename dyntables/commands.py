@@ -41,10 +41,12 @@ from dyntables.errors import (
 from dyntables.plan.build import case_twins
 from dyntables.plan.query import (
     check_deterministic,
+    current_date_unclear,
     files_read_by_path,
     names_beyond_tables,
     non_deterministic,
     parse_query,
+    reads_current_date,
     refs_read,
     source_tables,
 )
@@ -245,6 +247,10 @@ class Commands:
         sources = source_tables(query, self.lh.qualify)
         if name in sources:
             raise UnsupportedQueryError(f"dynamic table {name} cannot read itself")
+        if reads_current_date(stmt.query):
+            unclear = current_date_unclear(query, stmt.query, self._columns_of(sources))
+            if unclear is not None:
+                raise UnsupportedQueryError(f"dynamic table {name}: {unclear}")
         loop = self._reads_back(name, sources)
         if loop:
             # the scheduler can order no refresh of a loop (helper-26: it stopped refreshing
@@ -505,6 +511,16 @@ class Commands:
                 found = dataclasses.replace(state, table_snapshot=table.current_snapshot_id())
                 table.set_properties(found.to_properties())
             self._record_build(dt, started, t0, job_id, table, None)
+
+    def _columns_of(self, sources: list[TableName]) -> list[str]:
+        """The columns of the sources there are (a missing one is refused later)."""
+        names: list[str] = []
+        for source in sources:
+            try:
+                names += self.spark.table(source.sql()).schema.names
+            except Exception:  # noqa: BLE001 - not there: its own error comes next
+                continue
+        return names
 
     def _reads_back(self, name: TableName, sources: list[TableName]) -> list[TableName] | None:
         """A chain of dynamic tables from one of ``sources`` to one reading ``name``;

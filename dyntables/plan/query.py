@@ -573,6 +573,40 @@ def _today_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def current_date_unclear(query: exp.Query, text: str, columns: Collection[str]) -> str | None:
+    """Why reading ``text``'s CURRENT_DATE as a literal could change its answer, or None.
+    A bare ``current_date`` is a column where one of that name is in scope (``columns``:
+    the sources', or a name the query itself gives: Spark reads the column first); and
+    the name Spark gives an unnamed item (``current_date()``, ``date_sub(current_date(),
+    1)``) would be the literal's, another every day."""
+    tokens = tokenize(text)
+    bare = any(
+        t.token_type == TokenType.CURRENT_DATE
+        and (i + 1 == len(tokens) or tokens[i + 1].token_type != TokenType.L_PAREN)
+        and not (i and tokens[i - 1].token_type in (TokenType.DOT, TokenType.ALIAS))
+        for i, t in enumerate(tokens)
+    )
+    named = {c.lower() for c in columns} | {
+        t.text.lower()
+        for i, t in enumerate(tokens)
+        if t.token_type == TokenType.IDENTIFIER
+        or (i and tokens[i - 1].token_type in (TokenType.DOT, TokenType.ALIAS))
+    }
+    if bare and "current_date" in named:
+        return (
+            "current_date is also a column's name here, which Spark would read instead: "
+            "write current_date() for the day, or the column qualified (t.current_date)"
+        )
+    for select in query.find_all(exp.Select):
+        for item in select.expressions:
+            if not isinstance(item, exp.Alias) and item.find(exp.CurrentDate):
+                return (
+                    f"the column {item.sql('spark')} reads current_date unnamed, and Spark "
+                    "would name it after the day it reads: name it (AS ...)"
+                )
+    return None
+
+
 def reads_current_date(text: str) -> bool:
     try:
         return bool(_today_spans(text))

@@ -128,3 +128,32 @@ def test_now_and_current_timestamp_are_still_refused(lh: Lakehouse, unique) -> N
     for call in ("now()", "current_timestamp()"):
         with pytest.raises(NonDeterministicQueryError):
             lh.sql(f"CREATE DYNAMIC TABLE {unique('nd')} AS SELECT id FROM {src} WHERE ts < {call}")
+
+
+@pytest.mark.parametrize(
+    ("select", "said"),
+    [
+        # a column named current_date: Spark reads it where the query says current_date
+        ("SELECT id, current_date FROM {src}", "also a column's name"),
+        ("SELECT current_date FROM (SELECT d AS current_date FROM {src}) AS x", "column's name"),
+        # named after the day it reads, unnamed
+        ("SELECT id, current_date() FROM {src}", "name it (AS ...)"),
+        ("SELECT * FROM (SELECT id, date_sub(current_date(), 1) FROM {src}) AS x", "name it"),
+    ],
+)
+def test_a_current_date_that_could_read_otherwise_is_refused_at_create(
+    lh: Lakehouse, unique, select: str, said: str
+) -> None:
+    from dyntables.errors import UnsupportedQueryError
+
+    src, name = unique("src"), unique("unclear")
+    lh.sql(f"CREATE TABLE {src} (id INT, d DATE, current_date DATE)")
+    with pytest.raises(UnsupportedQueryError) as err:
+        lh.sql(f"CREATE DYNAMIC TABLE {name} AS {select.format(src=src)}")
+    assert said in err.value.message and name in err.value.message
+    assert lh.sql(f"SHOW TABLES LIKE '{name}'").count() == 0
+    # the column, qualified, and the day, called, are what they say
+    lh.sql(
+        f"CREATE DYNAMIC TABLE {name} AS SELECT s.id, s.current_date AS c, current_date() AS "
+        f"today FROM {src} AS s"
+    )
