@@ -646,7 +646,8 @@ def non_deterministic(dt_name: str, call: str) -> NonDeterministicQueryError:
     return NonDeterministicQueryError(
         f"dynamic table {dt_name} uses the non-deterministic function {call}: a dynamic "
         "table must give the same rows for the same source data. Pass the value in as a "
-        "literal (e.g. DATE '2024-01-01') or read it from a source column instead"
+        "literal (e.g. DATE '2024-01-01') or read it from a source column instead; for "
+        "today's date, current_date() is read once per refresh"
     )
 
 

@@ -10,6 +10,7 @@ from sqlglot import exp
 from dyntables.catalog.definition import SourceVersion
 from dyntables.errors import UnsupportedQueryError
 from dyntables.plan.query import (
+    current_date_unclear,
     names_beyond_tables,
     parse_query,
     parse_rows,
@@ -361,3 +362,23 @@ def test_a_semi_joined_tables_struct_field_is_read_as_a_field() -> None:
     assert fields == ["l1.st.a.x", "l2.st.a"]
     # the ON's other side: qualify tells it from a column as it is
     assert "l0.st.a" in [c.sql("spark") for c in tree.find_all(exp.Column)]
+
+
+@pytest.mark.parametrize(
+    ("sql", "columns", "said"),
+    [
+        ("SELECT id FROM t WHERE d > current_date", [], None),
+        ("SELECT id, current_date() AS today FROM t", ["current_date"], None),
+        ("SELECT t.current_date AS c FROM t WHERE d = curdate()", ["current_date"], None),
+        ("SELECT id FROM t WHERE d > current_date", ["ID", "CURRENT_DATE"], "column's name"),
+        ("SELECT current_date FROM (SELECT d AS current_date FROM t) AS x", [], "column's name"),
+        ("SELECT `current_date` FROM t WHERE d < current_date", [], "column's name"),
+        ("SELECT id, current_date FROM t", [], "name it"),
+        ("SELECT x.* FROM (SELECT id, date_add(current_date(), 1) FROM t) AS x", [], "name it"),
+    ],
+)
+def test_current_date_is_read_as_the_day_only_where_it_cannot_mean_another_thing(
+    sql: str, columns: list[str], said: str | None
+) -> None:
+    found = current_date_unclear(parse_query(sql), sql, columns)
+    assert found is None if said is None else said in (found or "")
