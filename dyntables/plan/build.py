@@ -185,7 +185,7 @@ def build_plan(
                 "MAP_COLUMN",
                 "output",
                 f"column {names[i]} is a MAP read below the query's last projection "
-                "(taken apart or passed on twice), or an aggregate's or a window's: Spark "
+                "(taken apart or passed on twice), or one an aggregate or a window builds: Spark "
                 "cannot group or compare it",
             )
     node = _prune_scans(_drop_unread_columns(node, schema), schema)
@@ -526,8 +526,10 @@ def _map_outputs_as_entries(
     the root's projection (``map('a', n)``, ``map_concat(m, ...)``) is computed there and
     taken apart at once, reading any source MAP in it from its entries; so is one
     computed below it (a CTE's) that projections pass on to the root as it is, and
-    nothing else reads. The root is a projection, or a UNION ALL of them; a MAP from an
-    aggregate or a window, or read on its way up, stays a MAP, and the query FULL."""
+    nothing else reads; one row's MAP an aggregate or a window function returns is
+    entries already (_maps_held_as_entries). The root is a projection, or a UNION ALL of
+    them; a MAP an aggregate or a window builds otherwise, or one read on its way up,
+    stays a MAP, and the query FULL."""
     if isinstance(root, UnionAll):
         rebuilt = [_map_outputs_as_entries(c, outputs, maps, read, through) for c in root.inputs]
         carried = frozenset(
