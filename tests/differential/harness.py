@@ -49,7 +49,7 @@ from dyntables.catalog.definition import RefreshState, changes_results
 from dyntables.catalog.iceberg import load_table
 from dyntables.ivm import rules
 from dyntables.ivm.rules import ranks_all_rows
-from dyntables.plan.query import never_true
+from dyntables.plan.query import never_true, on_day
 from dyntables.refresh import apply, faults
 from dyntables.refresh.history import FULL, INCREMENTAL, NO_DATA
 from dyntables.refresh.planner import DELTA_SQL_INVALID, INCONSISTENT_STATE
@@ -906,7 +906,9 @@ class Harness:
                 if snap is not None
                 else f"SELECT * FROM {qualified.sql()} WHERE {NEVER_TRUE}"
             )
-            diff = self.compare(actual, info.query, count_into=info)
+            # a query reading CURRENT_DATE, on the day its refresh read
+            query = on_day(info.query, state.day) if state.day else info.query
+            diff = self.compare(actual, query, count_into=info)
         finally:
             for view in views:
                 self.oracle.catalog.dropTempView(view)
