@@ -396,11 +396,15 @@ def _maps_held_as_entries(
         def read(n: exp.Expr) -> exp.Expr:
             if _entries_call(n) and held_column(n.expressions[0]):
                 return n.expressions[0].copy()  # its entries are what it holds
-            if held_column(n) and n is not keep:
-                return exp.Anonymous(this="map_from_entries", expressions=[n.copy()])
-            return n
+            return n if n is keep else from_entries(n)
 
         return e.transform(read, copy=keep is None)
+
+    def from_entries(n: exp.Expr) -> exp.Expr:
+        """A column holding a MAP's entries read as the MAP."""
+        if held_column(n):
+            return exp.Anonymous(this="map_from_entries", expressions=[n.copy()])
+        return n
 
     def pick(e: exp.Expr) -> exp.Expr | None:
         """``e`` returning the entries of the MAP it returns, or None if it returns none."""
@@ -483,15 +487,7 @@ def _maps_held_as_entries(
                 held.add(out)
                 exprs.append(e)
             elif i in outputs:
-                exprs.append(
-                    e.transform(
-                        lambda c: (
-                            exp.Anonymous(this="map_from_entries", expressions=[c.copy()])
-                            if held_column(c)
-                            else c
-                        )
-                    )
-                )
+                exprs.append(e.transform(from_entries))
             else:
                 exprs.append(whole(e))
         return replace(n, exprs=tuple(exprs))

@@ -14,7 +14,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ErrorLevel, ParseError, UnsupportedError
-from sqlglot.tokens import TokenType
+from sqlglot.tokens import Token, TokenType
 
 from dyntables.errors import NonDeterministicQueryError, SqlSyntaxError, UnsupportedQueryError
 from dyntables.sql.tokens import TableName, back_quoted, tokenize
@@ -551,14 +551,19 @@ def scoped_names(query: exp.Query, qualify: Qualifier) -> exp.Query:
 _TODAY = "curdate"
 
 
+def _a_name(tokens: list[Token], i: int) -> bool:
+    """Whether token ``i`` is a name by where it stands: qualified (``t.current_date``)
+    or given (``AS current_date``)."""
+    return bool(i) and tokens[i - 1].token_type in (TokenType.DOT, TokenType.ALIAS)
+
+
 def _today_spans(text: str) -> list[tuple[int, int]]:
     """Where ``text`` calls CURRENT_DATE: (start, end) offsets, the end exclusive; a
     quoted name, a qualified one (``t.current_date``) or an alias is no call."""
     tokens = tokenize(text)
     spans: list[tuple[int, int]] = []
     for i, t in enumerate(tokens):
-        before = tokens[i - 1].token_type if i else None
-        if before in (TokenType.DOT, TokenType.ALIAS):
+        if _a_name(tokens, i):
             continue
         after = tokens[i + 1 : i + 3]
         called = (
@@ -579,18 +584,12 @@ def current_date_unclear(query: exp.Query, text: str, columns: Collection[str]) 
     the sources', or a name the query itself gives: Spark reads the column first); and
     the name Spark gives an unnamed item (``current_date()``, ``date_sub(current_date(),
     1)``) would be the literal's, another every day."""
+    bare = any("(" not in text[start:end] for start, end in _today_spans(text))
     tokens = tokenize(text)
-    bare = any(
-        t.token_type == TokenType.CURRENT_DATE
-        and (i + 1 == len(tokens) or tokens[i + 1].token_type != TokenType.L_PAREN)
-        and not (i and tokens[i - 1].token_type in (TokenType.DOT, TokenType.ALIAS))
-        for i, t in enumerate(tokens)
-    )
     named = {c.lower() for c in columns} | {
         t.text.lower()
         for i, t in enumerate(tokens)
-        if t.token_type == TokenType.IDENTIFIER
-        or (i and tokens[i - 1].token_type in (TokenType.DOT, TokenType.ALIAS))
+        if t.token_type == TokenType.IDENTIFIER or _a_name(tokens, i)
     }
     if bare and "current_date" in named:
         return (
