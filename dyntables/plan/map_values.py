@@ -12,7 +12,7 @@ A MAP read whole by a call that takes it apart (``explode(attrs)``, ``size(attrs
 (``map_entries``: an array of (key, value) structs, which Spark can group when the
 value can be grouped), and the call reads ``map_from_entries`` of them: the same MAP,
 its entries in the same order. A projection that passes a MAP on (a CTE's ``SELECT *``)
-passes on what is read of it instead (plan/build.py). A MAP the table holds is
+passes on what is read of it instead (plan/maps.py). A MAP the table holds is
 carried as its entries too, and written and matched as them (refresh/apply.py), and so
 is one a UNION ALL passes on (read above it from its entries). A MAP read otherwise
 (compared, aggregated) stays FULL.
@@ -111,3 +111,8 @@ def value_type(map_type: str) -> str | None:
         elif ch == "," and depth == 0:
             return inner[i + 1 :].strip()
     return None
+
+
+def groupable(type_sql: str) -> bool:
+    """Spark cannot group, join or compare MAP values (nor anything containing one)."""
+    return "map<" not in type_sql.lower()

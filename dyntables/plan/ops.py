@@ -14,6 +14,9 @@ from sqlglot import exp
 
 from dyntables.sql.tokens import TableName
 
+# table -> ordered (column, type) pairs, for qualification and Scan columns
+Schema = Mapping[TableName, list[tuple[str, str]]]
+
 
 @dataclass(frozen=True, eq=False)
 class Node:
