@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zoneinfo
 from datetime import UTC, datetime
 
 import pytest
@@ -72,3 +73,17 @@ def test_a_zone_it_cannot_read_is_a_clear_error() -> None:
     with pytest.raises(UnsupportedQueryError) as err:
         day.today(_Session("Mars/Olympus"), _dt("SELECT current_date"))
     assert "c.n.t" in err.value.message and "spark.sql.session.timeZone" in err.value.message
+
+
+def test_a_region_zone_is_read_without_the_systems_zone_database(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The pinned tzdata package stands in where the system has no zone database."""
+    monkeypatch.setattr(day, "now", lambda z: INSTANT.astimezone(z))
+    zoneinfo.reset_tzpath(to=[])
+    zoneinfo.ZoneInfo.clear_cache()
+    try:
+        assert day.today(_Session("Asia/Shanghai"), _dt("SELECT current_date")) == "2026-11-30"
+    finally:
+        zoneinfo.reset_tzpath()
+        zoneinfo.ZoneInfo.clear_cache()
