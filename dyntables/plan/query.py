@@ -597,6 +597,8 @@ def current_date_unclear(query: exp.Query, text: str, columns: Collection[str]) 
             "write current_date() for the day, or the column qualified (t.current_date)"
         )
     for select in query.find_all(exp.Select):
+        if _names_unread(select):
+            continue
         for item in select.expressions:
             if not isinstance(item, exp.Alias) and item.find(exp.CurrentDate):
                 return (
@@ -604,6 +606,25 @@ def current_date_unclear(query: exp.Query, text: str, columns: Collection[str]) 
                     "would name it after the day it reads: name it (AS ...)"
                 )
     return None
+
+
+# where a subquery's items are read by their names: the relation of a FROM, a JOIN or a
+# LATERAL, a CTE's body, a branch of a set operation, a parenthesized query
+_NAMED_BY = (exp.From, exp.Join, exp.Lateral, exp.CTE, exp.SetOperation, exp.Subquery)
+
+
+def _names_unread(select: exp.Select) -> bool:
+    """Whether nothing reads ``select``'s items by their names: it is (inside) a scalar
+    subquery, an IN's or an EXISTS' subquery, read by value or position."""
+    node: exp.Expr = select
+    while node.parent is not None:
+        parent = node.parent
+        if isinstance(parent, (exp.In, exp.Exists, exp.Any, exp.All)):
+            return True
+        if isinstance(node, exp.Subquery) and not isinstance(parent, _NAMED_BY):
+            return True
+        node = parent
+    return False
 
 
 def reads_current_date(text: str) -> bool:

@@ -375,6 +375,15 @@ def test_a_semi_joined_tables_struct_field_is_read_as_a_field() -> None:
         ("SELECT `current_date` FROM t WHERE d < current_date", [], "column's name"),
         ("SELECT id, current_date FROM t", [], "name it"),
         ("SELECT x.* FROM (SELECT id, date_add(current_date(), 1) FROM t) AS x", [], "name it"),
+        ("WITH c AS (SELECT current_date() FROM t) SELECT * FROM c", [], "name it"),
+        ("SELECT id FROM t UNION ALL SELECT current_date() FROM t", [], "name it"),
+        # a subquery read by value or position: its items' names are read by nothing
+        # (seed 670716: a scalar subquery's MIN(coalesce(dd, current_date())))
+        ("SELECT id FROM t WHERE d <> (SELECT MIN(coalesce(d, current_date())) FROM t)", [], None),
+        ("SELECT id, (SELECT current_date() FROM u LIMIT 1) AS c FROM t", [], None),
+        ("SELECT id FROM t WHERE d IN (SELECT date_sub(current_date(), 1) FROM u)", [], None),
+        ("SELECT id FROM t WHERE EXISTS (SELECT current_date() FROM u WHERE u.d = t.d)", [], None),
+        ("SELECT id FROM t WHERE d > ALL (SELECT current_date() FROM u)", [], None),
     ],
 )
 def test_current_date_is_read_as_the_day_only_where_it_cannot_mean_another_thing(
