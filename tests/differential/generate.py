@@ -2059,6 +2059,7 @@ def gen_scenario(
         steps.append(Step("same", ("dt0", "tw0")))
     if seed is not None:
         steps = _with_settings(steps, random.Random(f"settings-{seed}"))
+        steps = _with_current_date(steps, random.Random(f"current-date-{seed}"))
     return Scenario(name, steps, tags, seed=seed, shape=shape)
 
 
@@ -2103,6 +2104,28 @@ def _with_settings(steps: list[Step], rng: random.Random) -> list[Step]:
     if at_create is not None:
         out.insert(creates[0], Step("sql", (f"SET {key} = {at_create}",)))
     return out
+
+
+# the DATE literal a query may read instead as CURRENT_DATE (datediff's origin, a
+# coalesce's default): a refresh reads the day it runs on, and the oracle that day
+DAY_LITERAL = "DATE '2024-01-01'"
+
+
+def _with_current_date(steps: list[Step], rng: random.Random) -> list[Step]:
+    """One scenario in two whose dynamic tables' queries read ``DAY_LITERAL`` read
+    ``current_date()`` there instead: the day is written into each refresh's statements
+    as a literal, wherever the query reads it (a filter, a group key, an aggregate's
+    argument, a join). Chosen by a generator of its own, as _with_settings is."""
+    if not any(s.op == "create_dt" and DAY_LITERAL in s.args[1] for s in steps):
+        return steps
+    if rng.random() >= 1 / 2:
+        return steps
+    return [
+        Step(s.op, (s.args[0], s.args[1].replace(DAY_LITERAL, "current_date()")))
+        if s.op == "create_dt"
+        else s
+        for s in steps
+    ]
 
 
 def gen_combined(

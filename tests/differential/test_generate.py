@@ -11,6 +11,7 @@ from hypothesis import given, settings
 
 from dyntables.plan.query import parse_query
 from tests.differential.generate import (
+    DAY_LITERAL,
     DEC,
     INT,
     SHAPES,
@@ -137,3 +138,19 @@ def test_struct_columns_are_made_and_read_whole_and_by_field() -> None:
     assert any("st STRUCT<a: INT, b: STRING>" in t for t in texts)
     assert any(re.search(r"\bl\d+\.st\.[ab]\b", t) for t in texts)
     assert any(re.search(r"\bl\d+\.st AS c\d+", t) for t in texts)
+
+
+def test_some_scenarios_read_current_date_where_others_read_a_day_literal() -> None:
+    """A scenario's tables read CURRENT_DATE in place of the day literal, all of them or
+    none, and its other steps stay as the seed made them."""
+    reading = [
+        sc
+        for sc in map(scenario_from_seed, range(660000, 660200))
+        if any("current_date()" in s.args[1] for s in sc.steps if s.op == "create_dt")
+    ]
+    assert reading
+    for sc in reading:
+        _check(sc)
+        creates = [s.args[1] for s in sc.steps if s.op == "create_dt"]
+        assert not any(DAY_LITERAL in q for q in creates)
+        assert not any("current_date" in " ".join(s.args) for s in sc.steps if s.op != "create_dt")
