@@ -1647,7 +1647,8 @@ class Step:
 
     op: "sql" (args: text) | "create_dt" (name, query) | "refresh" (name) |
         "refresh_full" (name) | "fault" (name, point) | "no_data" (name) |
-        "same" (a, b) | "expect" (name, VALUES sql) | "expect_mode" (name, mode)
+        "same" (a, b) | "expect" (name, VALUES sql) | "expect_mode" (name, mode) |
+        "next_day" (): the refreshes after it read CURRENT_DATE a day later
     """
 
     op: str
@@ -1709,7 +1710,7 @@ def step_text(step: Step) -> str:
         return f"CREATE DYNAMIC TABLE {a[0]} AS {a[1]}"
     if step.op == "refresh":
         return f"REFRESH DYNAMIC TABLE {a[0]}"
-    return f"@{step.op} " + " ".join(a)
+    return f"@{step.op} {' '.join(a)}".rstrip()
 
 
 def _strip_comment(line: str) -> str:
@@ -1780,6 +1781,7 @@ def parse_scenario(text: str, name: str = "scenario") -> Scenario:
                     "same",
                     "expect_mode",
                     "equality_delete",
+                    "next_day",
                 ):
                     raise ValueError(f"unknown directive @{op}")
                 sc.steps.append(Step(op, tuple(rest)))
@@ -2115,17 +2117,24 @@ def _with_current_date(steps: list[Step], rng: random.Random) -> list[Step]:
     """One scenario in two whose dynamic tables' queries read ``DAY_LITERAL`` read
     ``current_date()`` there instead: the day is written into each refresh's statements
     as a literal, wherever the query reads it (a filter, a group key, an aggregate's
-    argument, a join). Chosen by a generator of its own, as _with_settings is."""
+    argument, a join). In one of those in two the clock moves on a day before a refresh
+    that more changes follow (@next_day): that refresh recomputes, and the ones after it
+    maintain what it built. Chosen by a generator of its own, as _with_settings is."""
     if not any(s.op == "create_dt" and DAY_LITERAL in s.args[1] for s in steps):
         return steps
     if rng.random() >= 1 / 2:
         return steps
-    return [
+    out = [
         Step(s.op, (s.args[0], s.args[1].replace(DAY_LITERAL, "current_date()")))
         if s.op == "create_dt"
         else s
         for s in steps
     ]
+    changes = [i for i, s in enumerate(out) if s.op == "sql"]
+    refreshes = [i for i, s in enumerate(out) if s.op == "refresh" and i < changes[-1]]
+    if refreshes and rng.random() < 1 / 2:
+        out.insert(rng.choice(refreshes), Step("next_day", ()))
+    return out
 
 
 def gen_combined(

@@ -43,14 +43,15 @@ import zlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
-from dyntables.catalog.definition import RefreshState, changes_results
+from dyntables.catalog.definition import DynamicTableDef, RefreshState, changes_results
 from dyntables.catalog.iceberg import load_table
 from dyntables.ivm import rules
 from dyntables.ivm.rules import ranks_all_rows
 from dyntables.plan.query import never_true, on_day
-from dyntables.refresh import apply, faults
+from dyntables.refresh import apply, day, faults
 from dyntables.refresh.history import FULL, INCREMENTAL, NO_DATA
 from dyntables.refresh.planner import DELTA_SQL_INVALID, INCONSISTENT_STATE
 from dyntables.refresh.sessions import keys_set
@@ -125,6 +126,31 @@ def _settings_kept(spark: Any) -> Iterator[None]:
         for key, value in before.items():
             if spark.conf.get(key, None) != value and spark.conf.isModifiable(key):
                 spark.conf.set(key, value)
+
+
+# thread -> the days the scenario it runs has moved the clock on (@next_day): a refresh
+# then reads CURRENT_DATE as that later day, and the oracle reads the day it recorded
+_DAYS_AHEAD: dict[int, int] = {}
+_REAL_NOW = day.now
+
+
+def _now(zone: Any) -> Any:
+    return _REAL_NOW(zone) + timedelta(days=_DAYS_AHEAD.get(threading.get_ident(), 0))
+
+
+@contextlib.contextmanager
+def _clock_of(scenario: Scenario) -> Iterator[None]:
+    """The refreshes' clock, moved on a day by each @next_day step of ``scenario``."""
+    if not any(step.op == "next_day" for step in scenario.steps):
+        yield
+        return
+    before, day.now = day.now, _now
+    _DAYS_AHEAD[threading.get_ident()] = 0
+    try:
+        yield
+    finally:
+        _DAYS_AHEAD.pop(threading.get_ident(), None)
+        day.now = before
 
 
 REL_TOL = 1e-5
@@ -409,7 +435,7 @@ class Harness:
 
         large = self.large = as_if_large(scenario)
         self.stats.large += bool(large)
-        with _thresholds_of(large), _settings_kept(self.lh.spark):
+        with _thresholds_of(large), _settings_kept(self.lh.spark), _clock_of(scenario):
             try:
                 for i, step in enumerate(scenario.steps):
                     t0 = time.monotonic()
@@ -467,6 +493,9 @@ class Harness:
 
     def _step(self, result: Result, step: Step, rename: Callable[[str], str]) -> None:
         op, args = step.op, step.args
+        if op == "next_day":
+            _DAYS_AHEAD[threading.get_ident()] += 1
+            return
         if op == "sql":
             text = rename(args[0])
             try:
@@ -678,9 +707,16 @@ class Harness:
         return str(json.loads(row["stats"] or "{}").get(key, "")) if row else ""
 
     def _sources_unchanged(self, real: str) -> bool:
-        state = RefreshState.from_properties(self._table(real).properties())
+        """Whether a refresh of ``real`` has nothing to read: no source changed since its
+        last refresh, and its query reads no CURRENT_DATE or reads the same day."""
+        props = self._table(real).properties()
+        state = RefreshState.from_properties(props)
         if state is None:
             return False
+        if state.day is not None:
+            dt = DynamicTableDef.from_properties(self.lh.qualify(real), props)
+            if dt is None or day.today(self.spark, dt) != state.day:
+                return False
         for name, version in state.sources.items():
             src = load_table(self.spark, TableName(tuple(name.split("."))))
             if (

@@ -142,7 +142,8 @@ def test_struct_columns_are_made_and_read_whole_and_by_field() -> None:
 
 def test_some_scenarios_read_current_date_where_others_read_a_day_literal() -> None:
     """A scenario's tables read CURRENT_DATE in place of the day literal, all of them or
-    none, and its other steps stay as the seed made them."""
+    none, and its other steps stay as the seed made them; in some, the clock moves on a
+    day before a refresh that more changes follow."""
     reading = [
         sc
         for sc in map(scenario_from_seed, range(660000, 660200))
