@@ -47,7 +47,10 @@ from dyntables.plan.query import (
     non_deterministic,
     parse_query,
     reads_current_date,
+    reads_session,
     refs_read,
+    session_calls,
+    session_dependent,
     source_tables,
 )
 from dyntables.refresh.changes import reads_file_metadata
@@ -247,6 +250,10 @@ class Commands:
         sources = source_tables(query, self.lh.qualify)
         if name in sources:
             raise UnsupportedQueryError(f"dynamic table {name} cannot read itself")
+        if reads_session(query, stmt.query):
+            session = session_calls(query, stmt.query, self._columns_of(sources))
+            if session:
+                raise session_dependent(str(name), session[0])
         if reads_current_date(stmt.query):
             unclear = current_date_unclear(query, stmt.query, self._columns_of(sources))
             if unclear is not None:

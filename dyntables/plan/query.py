@@ -46,7 +46,29 @@ NON_DETERMINISTIC_NAMES = frozenset(
         "current_timestamp",
         "localtimestamp",
         "unix_timestamp",
-        "current_timezone",
+    }
+)
+# current_timezone() is none: the zone is recorded at CREATE and set for each refresh
+# calls reading the session a query runs in (see session_calls)
+SESSION_CLASSES: tuple[type[exp.Expr], ...] = (
+    exp.CurrentUser,
+    exp.SessionUser,
+    exp.CurrentDatabase,
+    exp.CurrentSchema,
+    exp.CurrentCatalog,
+)
+# words Spark reads as a column of that name where there is one, else as a call
+_SESSION_WORDS = frozenset({"current_user", "session_user", "user"})
+# tokens after which a word names a table (FROM user, JOIN user)
+_BEFORE_A_TABLE = (TokenType.FROM, TokenType.JOIN, TokenType.TABLE, TokenType.INTO)
+SESSION_NAMES = frozenset(
+    {
+        "user",
+        "current_user",
+        "session_user",
+        "current_database",
+        "current_schema",
+        "current_catalog",
     }
 )
 
@@ -180,7 +202,7 @@ _USER_NAMED = "dyntables_user_named"
 
 def parse_query(text: str) -> exp.Query:
     """Parse a DT's defining query; it must be a SELECT (or set operation of SELECTs)."""
-    protected = _protect_calls(text)
+    protected = _protect_calls(_bare_session_words_as_columns(text))
     try:
         trees = [
             t.transform(_restore_calls)
@@ -551,6 +573,78 @@ def scoped_names(query: exp.Query, qualify: Qualifier) -> exp.Query:
 _TODAY = "curdate"
 
 
+def _names(text: str, columns: Collection[str]) -> set[str]:
+    """The column names in scope of ``text``'s query, lower-cased: ``columns`` (its
+    sources'), and every name it quotes, qualifies or gives (``AS x``)."""
+    tokens = tokenize(text)
+    return {c.lower() for c in columns} | {
+        t.text.lower()
+        for i, t in enumerate(tokens)
+        if t.token_type == TokenType.IDENTIFIER or _a_name(tokens, i)
+    }
+
+
+def session_calls(query: exp.Query, text: str, columns: Collection[str]) -> list[str]:
+    """The calls of ``query`` that read the session it runs in (its user, its current
+    database or catalog). Spark reads each once per query, but a dynamic table is
+    refreshed by other sessions than CREATE's (the scheduler's, another user's), whose
+    rows would disagree with those before. ``current_user``, ``session_user`` and
+    ``user`` written bare are a column where one of that name is in scope (Spark reads
+    it first: checked), a call otherwise."""
+    names = _names(text, columns)
+    found = [
+        node.sql("spark")
+        for node in query.walk()
+        if isinstance(node, SESSION_CLASSES)
+        or (isinstance(node, exp.Anonymous) and node.name.lower() in SESSION_NAMES)
+    ]
+    found += [f"{word.upper()}()" for word, *_ in _bare_session_words(text) if word not in names]
+    return found
+
+
+def reads_session(query: exp.Query, text: str) -> bool:
+    """Whether ``query`` (of ``text``) may read its session (see session_calls)."""
+    return bool(_bare_session_words(text)) or any(
+        isinstance(node, SESSION_CLASSES)
+        or (isinstance(node, exp.Anonymous) and node.name.lower() in SESSION_NAMES)
+        for node in query.walk()
+    )
+
+
+def _bare_session_words(text: str) -> list[tuple[str, int, int]]:
+    """(word, start, end exclusive) of each ``current_user``, ``session_user`` or
+    ``user`` written without parentheses, and not as a quoted, qualified or given name
+    (nor a table's: ``FROM user``)."""
+    try:
+        tokens = tokenize(text)
+    except Exception:
+        return []
+    out = []
+    for i, t in enumerate(tokens):
+        word = t.text.lower()
+        if word not in _SESSION_WORDS or t.token_type == TokenType.IDENTIFIER:
+            continue
+        if t.token_type not in (TokenType.CURRENT_USER, TokenType.SESSION_USER, TokenType.VAR):
+            continue
+        if _a_name(tokens, i) or (i and tokens[i - 1].token_type in _BEFORE_A_TABLE):
+            continue
+        if i + 1 < len(tokens) and tokens[i + 1].token_type in (TokenType.L_PAREN, TokenType.DOT):
+            continue  # a call, or a table's name (user.x)
+        out.append((word, t.start, t.end + 1))
+    return out
+
+
+def _bare_session_words_as_columns(text: str) -> str:
+    """``text`` with each bare session word quoted as the column it is: sqlglot would
+    write ``current_user`` back as ``CURRENT_USER()``, a call. One that is no column is
+    refused at CREATE (session_calls), so none reaches a refresh."""
+    out, at = [], 0
+    for _, start, end in _bare_session_words(text):
+        out += [text[at:start], back_quoted(text[start:end])]
+        at = end
+    return "".join(out) + text[at:]
+
+
 def _a_name(tokens: list[Token], i: int) -> bool:
     """Whether token ``i`` is a name by where it stands: qualified (``t.current_date``)
     or given (``AS current_date``)."""
@@ -585,13 +679,7 @@ def current_date_unclear(query: exp.Query, text: str, columns: Collection[str]) 
     the name Spark gives an unnamed item (``current_date()``, ``date_sub(current_date(),
     1)``) would be the literal's, another every day."""
     bare = any("(" not in text[start:end] for start, end in _today_spans(text))
-    tokens = tokenize(text)
-    named = {c.lower() for c in columns} | {
-        t.text.lower()
-        for i, t in enumerate(tokens)
-        if t.token_type == TokenType.IDENTIFIER or _a_name(tokens, i)
-    }
-    if bare and "current_date" in named:
+    if bare and "current_date" in _names(text, columns):
         return (
             "current_date is also a column's name here, which Spark would read instead: "
             "write current_date() for the day, or the column qualified (t.current_date)"
@@ -660,6 +748,15 @@ def check_deterministic(query: exp.Query, dt_name: str) -> None:
     calls = non_deterministic_calls(query)
     if calls:
         raise non_deterministic(dt_name, calls[0])
+
+
+def session_dependent(dt_name: str, call: str) -> NonDeterministicQueryError:
+    return NonDeterministicQueryError(
+        f"dynamic table {dt_name} uses {call}, which reads the session the query runs in: "
+        "the table is refreshed by other sessions (the scheduler's, another user's), "
+        "whose rows would disagree with those before. Pass the value in as a literal "
+        "('alice', 'sales') or read it from a source column instead"
+    )
 
 
 def non_deterministic(dt_name: str, call: str) -> NonDeterministicQueryError:

@@ -15,9 +15,11 @@ from dyntables.plan.query import (
     parse_query,
     parse_rows,
     pin_sources,
+    reads_session,
     refs_read,
     scoped_names,
     semi_join_fields_as_dots,
+    session_calls,
     source_tables,
 )
 from dyntables.sql.tokens import TableName
@@ -391,3 +393,43 @@ def test_current_date_is_read_as_the_day_only_where_it_cannot_mean_another_thing
 ) -> None:
     found = current_date_unclear(parse_query(sql), sql, columns)
     assert found is None if said is None else said in (found or "")
+
+
+@pytest.mark.parametrize(
+    ("sql", "columns", "found"),
+    [
+        ("SELECT id, current_user() AS u FROM t", [], ["CURRENT_USER()"]),
+        ("SELECT id FROM t WHERE owner = user()", [], ["USER()"]),
+        ("SELECT id FROM t WHERE owner = session_user", [], ["SESSION_USER()"]),
+        ("SELECT id FROM t WHERE owner = user", [], ["USER()"]),
+        ("SELECT current_database() AS db, id FROM t", [], ["CURRENT_DATABASE()"]),
+        ("SELECT id FROM t WHERE s = current_schema()", [], ["CURRENT_SCHEMA()"]),
+        ("SELECT id, current_catalog() AS c FROM t", [], ["CURRENT_CATALOG()"]),
+        # a bare name where a column of that name is in scope is the column
+        ("SELECT id, current_user FROM t", ["id", "CURRENT_USER"], []),
+        ("SELECT id FROM t WHERE owner = user", ["owner", "user"], []),
+        ("SELECT id FROM user JOIN user AS u ON u.id = user.id", [], []),
+        ("SELECT u.current_user AS who FROM t AS u", [], []),
+        ("SELECT current_user AS who FROM (SELECT id AS current_user FROM t) AS x", [], []),
+        # ... but a call is the call
+        ("SELECT id, current_user() AS u FROM t", ["current_user"], ["CURRENT_USER()"]),
+        # fixed for every refresh: the zone is recorded at CREATE
+        ("SELECT id, current_timezone() AS z FROM t", [], []),
+    ],
+)
+def test_calls_reading_the_session_are_found(
+    sql: str, columns: list[str], found: list[str]
+) -> None:
+    assert session_calls(parse_query(sql), sql, columns) == found
+    assert reads_session(parse_query(sql), sql) or not found
+
+
+def test_a_bare_session_word_is_written_back_as_the_column_it_reads() -> None:
+    """sqlglot writes ``current_user`` back as ``CURRENT_USER()``, which Spark reads as
+    the session's user where the query read the column (a refresh computed 'root')."""
+    sql = "SELECT current_user, COUNT(*) AS n FROM t GROUP BY current_user"
+    assert parse_query(sql).sql("spark") == (
+        "SELECT `current_user`, COUNT(*) AS n FROM t GROUP BY `current_user`"
+    )
+    called = "SELECT current_user() AS u, t.user FROM t"
+    assert parse_query(called).sql("spark") == "SELECT CURRENT_USER() AS u, t.user FROM t"

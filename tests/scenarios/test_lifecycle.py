@@ -103,6 +103,9 @@ def test_drop_table_on_a_dynamic_table_points_to_drop_dynamic_table(
         # not refused by name: Spark's analyzed plan says so
         ("reflect('java.util.UUID', 'randomUUID')", "REFLECT("),
         ("java_method('java.util.UUID', 'randomUUID')", "JAVA_METHOD("),
+        # the session's: another session refreshing the table reads another value
+        ("current_user()", "CURRENT_USER()"),
+        ("current_database()", "CURRENT_DATABASE()"),
     ],
 )
 def test_non_deterministic_functions_are_refused_at_create(
@@ -114,6 +117,24 @@ def test_non_deterministic_functions_are_refused_at_create(
         lh.sql(f"CREATE DYNAMIC TABLE {name} AS SELECT k, {expression} AS x FROM {src}")
     assert function in err.value.message.upper() and "literal" in err.value.message
     assert lh.sql(f"SHOW TABLES LIKE '{name}'").count() == 0
+
+
+def test_a_column_named_like_a_session_function_is_read_as_the_column(
+    lh: Lakehouse, unique
+) -> None:
+    """Spark reads a bare ``current_user`` as a column of that name where there is one."""
+    src, name = unique("logins"), unique("by_user")
+    lh.sql(f"CREATE TABLE {src} (id INT, current_user STRING)")
+    lh.sql(f"INSERT INTO {src} VALUES (1, 'ann'), (2, 'bob'), (3, 'ann')")
+    lh.sql(
+        f"CREATE DYNAMIC TABLE {name} AS SELECT current_user, COUNT(*) AS n FROM {src} "
+        "GROUP BY current_user"
+    )
+    lh.sql(f"INSERT INTO {src} VALUES (4, 'bob')")
+    lh.sql(f"REFRESH DYNAMIC TABLE {name}")
+    rows = {(r[0], r[1]) for r in lh.sql(f"SELECT * FROM {name}").collect()}
+    assert rows == {("ann", 2), ("bob", 2)}
+    assert_oracle(lh, name)
 
 
 def test_a_udf_marked_non_deterministic_is_refused_at_create(
