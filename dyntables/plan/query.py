@@ -8,6 +8,7 @@ of the current catalog/namespace stay in the facade.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Collection, Mapping
 
 import sqlglot
@@ -48,8 +49,8 @@ NON_DETERMINISTIC_NAMES = frozenset(
         "unix_timestamp",
     }
 )
-# current_timezone() is none: the zone is recorded at CREATE and set for each refresh
-# calls reading the session a query runs in (see session_calls)
+# calls reading the session a query runs in (see session_calls); current_timezone() is
+# none: the zone is recorded at CREATE and set for each refresh
 SESSION_CLASSES: tuple[type[exp.Expr], ...] = (
     exp.CurrentUser,
     exp.SessionUser,
@@ -57,10 +58,6 @@ SESSION_CLASSES: tuple[type[exp.Expr], ...] = (
     exp.CurrentSchema,
     exp.CurrentCatalog,
 )
-# words Spark reads as a column of that name where there is one, else as a call
-_SESSION_WORDS = frozenset({"current_user", "session_user", "user"})
-# tokens after which a word names a table (FROM user, JOIN user)
-_BEFORE_A_TABLE = (TokenType.FROM, TokenType.JOIN, TokenType.TABLE, TokenType.INTO)
 SESSION_NAMES = frozenset(
     {
         "user",
@@ -71,6 +68,11 @@ SESSION_NAMES = frozenset(
         "current_catalog",
     }
 )
+# words Spark reads as a column of that name where there is one, else as a call
+_SESSION_WORDS = frozenset({"current_user", "session_user", "user"})
+_A_SESSION_WORD = re.compile(r"\b(current_user|session_user|user)\b", re.IGNORECASE)
+# tokens after which a word names a table (FROM user, JOIN user)
+_BEFORE_A_TABLE = (TokenType.FROM, TokenType.JOIN, TokenType.TABLE, TokenType.INTO)
 
 
 # Calls sqlglot would not parse, or would write back with another meaning, read under a
@@ -592,22 +594,19 @@ def session_calls(query: exp.Query, text: str, columns: Collection[str]) -> list
     ``user`` written bare are a column where one of that name is in scope (Spark reads
     it first: checked), a call otherwise."""
     names = _names(text, columns)
-    found = [
-        node.sql("spark")
-        for node in query.walk()
-        if isinstance(node, SESSION_CLASSES)
-        or (isinstance(node, exp.Anonymous) and node.name.lower() in SESSION_NAMES)
-    ]
+    found = [node.sql("spark") for node in query.walk() if _session_call(node)]
     found += [f"{word.upper()}()" for word, *_ in _bare_session_words(text) if word not in names]
     return found
 
 
 def reads_session(query: exp.Query, text: str) -> bool:
     """Whether ``query`` (of ``text``) may read its session (see session_calls)."""
-    return bool(_bare_session_words(text)) or any(
-        isinstance(node, SESSION_CLASSES)
-        or (isinstance(node, exp.Anonymous) and node.name.lower() in SESSION_NAMES)
-        for node in query.walk()
+    return bool(_bare_session_words(text)) or any(map(_session_call, query.walk()))
+
+
+def _session_call(node: exp.Expr) -> bool:
+    return isinstance(node, SESSION_CLASSES) or (
+        isinstance(node, exp.Anonymous) and node.name.lower() in SESSION_NAMES
     )
 
 
@@ -615,6 +614,8 @@ def _bare_session_words(text: str) -> list[tuple[str, int, int]]:
     """(word, start, end exclusive) of each ``current_user``, ``session_user`` or
     ``user`` written without parentheses, and not as a quoted, qualified or given name
     (nor a table's: ``FROM user``)."""
+    if not _A_SESSION_WORD.search(text):
+        return []  # most queries: no tokenizing
     try:
         tokens = tokenize(text)
     except Exception:
