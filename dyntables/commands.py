@@ -462,7 +462,7 @@ class Commands:
             if day is not None:
                 query = parse_query(built.query)
             query_sql = pinned_sql(spark, query, self.lh.qualify, pinned)
-            schema = self._analyze(spark, query_sql, dt)
+            schema = self._analyze(spark, query_sql, dt, built.query)
             columns = (
                 [c.name for c in stmt.columns] if stmt.columns else [f.name for f in schema.fields]
             )
@@ -547,7 +547,7 @@ class Commands:
             stack += [[*path, s] for s in upstream.sources]
         return None
 
-    def _analyze(self, spark: Any, pinned_sql: str, dt: DynamicTableDef) -> Any:
+    def _analyze(self, spark: Any, pinned_sql: str, dt: DynamicTableDef, text: str) -> Any:
         """The query's schema, refused as Spark would refuse to run it. The table is built
         from the compiled plan, not from the query, so a query Spark analyzes but cannot
         plan (a subquery correlated with a MAP's value, refused by the optimizer) would
@@ -565,6 +565,8 @@ class Commands:
         call = non_deterministic_call(df)  # what Spark knows beyond the names refused
         if call is not None:
             raise non_deterministic(str(dt.name), call)
+        # the text as the creating session reads it: its namespace, its temporary views
+        _refuse_read_otherwise(self.spark, text, df.schema, dt)
         return df.schema
 
     def _record_build(
@@ -951,3 +953,34 @@ def _state_table_names(table: Any) -> list[str]:
     """The aggregate state tables ``table``'s recorded refresh state reads."""
     state = RefreshState.from_properties(table.properties()) if table is not None else None
     return [str(v["table"]) for v in state.state_tables.values()] if state else []
+
+
+def _refuse_read_otherwise(spark: Any, text: str, schema: Any, dt: DynamicTableDef) -> None:
+    """Refuse a query whose text Spark reads otherwise than the query every refresh runs
+    (sqlglot's reading of it, written back): a keyword used as a column's name
+    (``GROUP BY all``, ``SELECT id isnull``) can make sqlglot read another query, whose
+    columns differ in number or type. Analysis only, no job; a text Spark itself cannot
+    analyze here is left to the checks above."""
+    try:
+        original = spark.sql(text).schema
+    except Exception:  # noqa: BLE001 - Spark reports the query's own errors elsewhere
+        return
+    ours = [f.dataType.simpleString() for f in schema.fields]
+    theirs = [f.dataType.simpleString() for f in original.fields]
+    if ours == theirs:
+        return
+    where = next(
+        (i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b),
+        min(len(ours), len(theirs)),
+    )
+    said = (
+        f"its column {where + 1} is {theirs[where]} to Spark but {ours[where]} as dynamic "
+        "tables read it"
+        if where < min(len(ours), len(theirs))
+        else f"Spark returns {len(theirs)} columns, dynamic tables would return {len(ours)}"
+    )
+    raise UnsupportedQueryError(
+        f"dynamic table {dt.name}: the query reads otherwise to dynamic tables than to "
+        f"Spark ({said}), likely a keyword used as a name (all, distinct, isnull): quote "
+        "such names with backticks (`all`)"
+    )

@@ -1360,3 +1360,27 @@ def test_a_tag_keeps_a_refresh_s_result(lh: Lakehouse, pipeline) -> None:
     lh.sql(f"ALTER TABLE {dt} DROP TAG audit")
     with pytest.raises(DynamicTableDmlError, match="CREATE TAG"):
         lh.sql(f"ALTER TABLE {dt} CREATE BRANCH dev")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        # sqlglot reads GROUP BY all as GROUP BY ALL, and drops the column
+        "SELECT all, COUNT(*) AS c FROM {src} GROUP BY all",
+        # ... and `id isnull` (an alias) as id IS NULL
+        "SELECT id isnull FROM {src}",
+    ],
+)
+def test_a_query_read_otherwise_than_spark_reads_it_is_refused(
+    lh: Lakehouse, unique, query: str
+) -> None:
+    src, name = unique("kw"), unique("kw_dt")
+    lh.sql(f"CREATE TABLE {src} (id INT, `all` STRING)")
+    lh.sql(f"INSERT INTO {src} VALUES (1, 'a'), (2, 'b'), (3, 'a')")
+    with pytest.raises(UnsupportedQueryError) as err:
+        lh.sql(f"CREATE DYNAMIC TABLE {name} AS {query.format(src=src)}")
+    assert "backticks" in err.value.message and name in err.value.message
+    assert lh.sql(f"SHOW TABLES LIKE '{name}'").count() == 0
+    # quoted, the name is a name
+    lh.sql(f"CREATE DYNAMIC TABLE {name} AS SELECT `all`, COUNT(*) AS c FROM {src} GROUP BY `all`")
+    assert sorted(map(tuple, lh.sql(f"SELECT * FROM {name}").collect())) == [("a", 2), ("b", 1)]
