@@ -41,13 +41,14 @@ from dyntables.errors import (
 from dyntables.plan.build import case_twins
 from dyntables.plan.query import (
     check_deterministic,
+    clock_calls,
     current_date_unclear,
     files_read_by_path,
     names_beyond_tables,
     non_deterministic,
     parse_query,
+    reads_context,
     reads_current_date,
-    reads_session,
     refs_read,
     session_calls,
     session_dependent,
@@ -250,10 +251,14 @@ class Commands:
         sources = source_tables(query, self.lh.qualify)
         if name in sources:
             raise UnsupportedQueryError(f"dynamic table {name} cannot read itself")
-        if reads_session(query, stmt.query):
-            session = session_calls(query, stmt.query, self._columns_of(sources))
+        if reads_context(query, stmt.query):
+            columns = self._columns_of(sources)
+            session = session_calls(query, stmt.query, columns)
             if session:
                 raise session_dependent(str(name), session[0])
+            clock = clock_calls(stmt.query, columns)
+            if clock:
+                raise non_deterministic(str(name), clock[0])
         if reads_current_date(stmt.query):
             unclear = current_date_unclear(query, stmt.query, self._columns_of(sources))
             if unclear is not None:

@@ -68,9 +68,11 @@ SESSION_NAMES = frozenset(
         "current_catalog",
     }
 )
-# words Spark reads as a column of that name where there is one, else as a call
+# words Spark reads as a column (or table) of that name where there is one, else as a
+# call, which sqlglot reads them as (and writes current_user back as CURRENT_USER())
 _SESSION_WORDS = frozenset({"current_user", "session_user", "user"})
-_A_SESSION_WORD = re.compile(r"\b(current_user|session_user|user)\b", re.IGNORECASE)
+_CLOCK_WORDS = frozenset({"current_timestamp"})
+_A_BARE_WORD = re.compile(r"\b(current_user|session_user|user|current_timestamp)\b", re.IGNORECASE)
 # tokens after which a word names a table (FROM user, JOIN user)
 _BEFORE_A_TABLE = (TokenType.FROM, TokenType.JOIN, TokenType.TABLE, TokenType.INTO)
 
@@ -204,7 +206,7 @@ _USER_NAMED = "dyntables_user_named"
 
 def parse_query(text: str) -> exp.Query:
     """Parse a DT's defining query; it must be a SELECT (or set operation of SELECTs)."""
-    protected = _protect_calls(_bare_session_words_as_columns(text))
+    protected = _protect_calls(_bare_words_as_names(text))
     try:
         trees = [
             t.transform(_restore_calls)
@@ -577,12 +579,15 @@ _TODAY = "curdate"
 
 def _names(text: str, columns: Collection[str]) -> set[str]:
     """The column names in scope of ``text``'s query, lower-cased: ``columns`` (its
-    sources'), and every name it quotes, qualifies or gives (``AS x``)."""
+    sources'), and every name it quotes, qualifies, gives (``AS x``) or qualifies with
+    (a table's alias: ``x.id``)."""
     tokens = tokenize(text)
     return {c.lower() for c in columns} | {
         t.text.lower()
         for i, t in enumerate(tokens)
-        if t.token_type == TokenType.IDENTIFIER or _a_name(tokens, i)
+        if t.token_type == TokenType.IDENTIFIER
+        or _a_name(tokens, i)
+        or (i + 1 < len(tokens) and tokens[i + 1].token_type == TokenType.DOT)
     }
 
 
@@ -595,13 +600,29 @@ def session_calls(query: exp.Query, text: str, columns: Collection[str]) -> list
     it first: checked), a call otherwise."""
     names = _names(text, columns)
     found = [node.sql("spark") for node in query.walk() if _session_call(node)]
-    found += [f"{word.upper()}()" for word, *_ in _bare_session_words(text) if word not in names]
+    found += [
+        f"{word.upper()}()"
+        for word, _, _, qualifier in _bare_words(text)
+        if word in _SESSION_WORDS and not qualifier and word not in names
+    ]
     return found
 
 
-def reads_session(query: exp.Query, text: str) -> bool:
-    """Whether ``query`` (of ``text``) may read its session (see session_calls)."""
-    return bool(_bare_session_words(text)) or any(map(_session_call, query.walk()))
+def clock_calls(text: str, columns: Collection[str]) -> list[str]:
+    """``current_timestamp`` written bare where no column of that name is in scope:
+    Spark reads the clock there (sqlglot reads it as the call wherever it stands)."""
+    names = _names(text, columns)
+    return [
+        f"{word.upper()}()"
+        for word, _, _, qualifier in _bare_words(text)
+        if word in _CLOCK_WORDS and not qualifier and word not in names
+    ]
+
+
+def reads_context(query: exp.Query, text: str) -> bool:
+    """Whether ``query`` (of ``text``) may read its session or, by a bare word, the clock
+    (see session_calls, clock_calls)."""
+    return bool(_bare_words(text)) or any(map(_session_call, query.walk()))
 
 
 def _session_call(node: exp.Expr) -> bool:
@@ -610,11 +631,11 @@ def _session_call(node: exp.Expr) -> bool:
     )
 
 
-def _bare_session_words(text: str) -> list[tuple[str, int, int]]:
-    """(word, start, end exclusive) of each ``current_user``, ``session_user`` or
-    ``user`` written without parentheses, and not as a quoted, qualified or given name
-    (nor a table's: ``FROM user``)."""
-    if not _A_SESSION_WORD.search(text):
+def _bare_words(text: str) -> list[tuple[str, int, int, bool]]:
+    """(word, start, end exclusive, whether it qualifies a name) of each session or clock
+    word (``current_user``, ``current_timestamp``) written without parentheses, not as a
+    quoted, qualified or given name, nor a table's (``FROM user``)."""
+    if not _A_BARE_WORD.search(text):
         return []  # most queries: no tokenizing
     try:
         tokens = tokenize(text)
@@ -623,24 +644,26 @@ def _bare_session_words(text: str) -> list[tuple[str, int, int]]:
     out = []
     for i, t in enumerate(tokens):
         word = t.text.lower()
-        if word not in _SESSION_WORDS or t.token_type == TokenType.IDENTIFIER:
+        if word not in _SESSION_WORDS | _CLOCK_WORDS or t.token_type == TokenType.IDENTIFIER:
             continue
-        if t.token_type not in (TokenType.CURRENT_USER, TokenType.SESSION_USER, TokenType.VAR):
+        if t.token_type == TokenType.STRING or _a_name(tokens, i):
             continue
-        if _a_name(tokens, i) or (i and tokens[i - 1].token_type in _BEFORE_A_TABLE):
+        if i and tokens[i - 1].token_type in _BEFORE_A_TABLE:
             continue
-        if i + 1 < len(tokens) and tokens[i + 1].token_type in (TokenType.L_PAREN, TokenType.DOT):
-            continue  # a call, or a table's name (user.x)
-        out.append((word, t.start, t.end + 1))
+        after = tokens[i + 1].token_type if i + 1 < len(tokens) else None
+        if after == TokenType.L_PAREN:
+            continue  # a call
+        out.append((word, t.start, t.end + 1, after == TokenType.DOT))
     return out
 
 
-def _bare_session_words_as_columns(text: str) -> str:
-    """``text`` with each bare session word quoted as the column it is: sqlglot would
-    write ``current_user`` back as ``CURRENT_USER()``, a call. One that is no column is
-    refused at CREATE (session_calls), so none reaches a refresh."""
+def _bare_words_as_names(text: str) -> str:
+    """``text`` with each bare session or clock word quoted as the name it is (a column,
+    or a table alias qualifying one: ``current_user.id``): sqlglot would write
+    ``current_user`` back as ``CURRENT_USER()``, a call. One that is no name is refused
+    at CREATE (session_calls, clock_calls), so none reaches a refresh."""
     out, at = [], 0
-    for _, start, end in _bare_session_words(text):
+    for _, start, end, _ in _bare_words(text):
         out += [text[at:start], back_quoted(text[start:end])]
         at = end
     return "".join(out) + text[at:]

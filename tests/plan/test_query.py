@@ -10,12 +10,13 @@ from sqlglot import exp
 from dyntables.catalog.definition import SourceVersion
 from dyntables.errors import UnsupportedQueryError
 from dyntables.plan.query import (
+    clock_calls,
     current_date_unclear,
     names_beyond_tables,
     parse_query,
     parse_rows,
     pin_sources,
-    reads_session,
+    reads_context,
     refs_read,
     scoped_names,
     semi_join_fields_as_dots,
@@ -421,7 +422,24 @@ def test_calls_reading_the_session_are_found(
     sql: str, columns: list[str], found: list[str]
 ) -> None:
     assert session_calls(parse_query(sql), sql, columns) == found
-    assert reads_session(parse_query(sql), sql) or not found
+    assert reads_context(parse_query(sql), sql) or not found
+
+
+@pytest.mark.parametrize(
+    ("sql", "columns", "found"),
+    [
+        ("SELECT id, current_timestamp FROM t", [], ["CURRENT_TIMESTAMP()"]),
+        ("SELECT id, current_timestamp FROM t", ["current_timestamp"], []),
+        # a table's alias qualifying a column (current_timestamp.id) is a name
+        ("SELECT current_timestamp.id FROM t current_timestamp", [], []),
+        # a call is check_deterministic's
+        ("SELECT id, current_timestamp() AS x FROM t", [], []),
+    ],
+)
+def test_a_bare_current_timestamp_is_the_clock_only_where_it_names_nothing(
+    sql: str, columns: list[str], found: list[str]
+) -> None:
+    assert clock_calls(sql, columns) == found
 
 
 def test_a_bare_session_word_is_written_back_as_the_column_it_reads() -> None:
@@ -433,3 +451,8 @@ def test_a_bare_session_word_is_written_back_as_the_column_it_reads() -> None:
     )
     called = "SELECT current_user() AS u, t.user FROM t"
     assert parse_query(called).sql("spark") == "SELECT CURRENT_USER() AS u, t.user FROM t"
+    # ... and so is a table's alias qualifying a column, and current_timestamp
+    aliased = "SELECT current_user.id, current_timestamp FROM t AS current_user"
+    assert parse_query(aliased).sql("spark") == (
+        "SELECT `current_user`.id, `current_timestamp` FROM t AS current_user"
+    )

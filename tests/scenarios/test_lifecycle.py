@@ -96,6 +96,7 @@ def test_drop_table_on_a_dynamic_table_points_to_drop_dynamic_table(
     [
         ("rand()", "RAND"),
         ("current_timestamp()", "CURRENT_TIMESTAMP"),
+        ("current_timestamp", "CURRENT_TIMESTAMP"),  # bare, where no column is named so
         ("now()", "NOW"),
         ("uuid()", "UUID"),
         ("monotonically_increasing_id()", "MONOTONICALLY_INCREASING_ID"),
@@ -122,19 +123,27 @@ def test_non_deterministic_functions_are_refused_at_create(
 def test_a_column_named_like_a_session_function_is_read_as_the_column(
     lh: Lakehouse, unique
 ) -> None:
-    """Spark reads a bare ``current_user`` as a column of that name where there is one."""
-    src, name = unique("logins"), unique("by_user")
-    lh.sql(f"CREATE TABLE {src} (id INT, current_user STRING)")
-    lh.sql(f"INSERT INTO {src} VALUES (1, 'ann'), (2, 'bob'), (3, 'ann')")
+    """Spark reads a bare ``current_user`` (``current_timestamp``) as a column of that
+    name where there is one, and as a table's alias where it qualifies a column; sqlglot
+    read it as the call (a table held the session's user, 'root')."""
+    src, name, aliased = unique("logins"), unique("by_user"), unique("aliased")
+    lh.sql(f"CREATE TABLE {src} (id INT, current_user STRING, current_timestamp STRING)")
+    lh.sql(f"INSERT INTO {src} VALUES (1, 'ann', 'x'), (2, 'bob', 'x'), (3, 'ann', 'y')")
     lh.sql(
-        f"CREATE DYNAMIC TABLE {name} AS SELECT current_user, COUNT(*) AS n FROM {src} "
-        "GROUP BY current_user"
+        f"CREATE DYNAMIC TABLE {name} AS SELECT current_user, current_timestamp, COUNT(*) AS n "
+        f"FROM {src} GROUP BY current_user, current_timestamp"
     )
-    lh.sql(f"INSERT INTO {src} VALUES (4, 'bob')")
-    lh.sql(f"REFRESH DYNAMIC TABLE {name}")
-    rows = {(r[0], r[1]) for r in lh.sql(f"SELECT * FROM {name}").collect()}
-    assert rows == {("ann", 2), ("bob", 2)}
-    assert_oracle(lh, name)
+    lh.sql(
+        f"CREATE DYNAMIC TABLE {aliased} AS SELECT current_user.id FROM {src} AS current_user "
+        "WHERE current_user.current_user = 'bob'"
+    )
+    lh.sql(f"INSERT INTO {src} VALUES (4, 'bob', 'x')")
+    for dt in (name, aliased):
+        lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
+        assert_oracle(lh, dt)
+    rows = sorted(map(tuple, lh.sql(f"SELECT * FROM {name}").collect()))
+    assert rows == [("ann", "x", 1), ("ann", "y", 1), ("bob", "x", 2)]
+    assert sorted(r[0] for r in lh.sql(f"SELECT * FROM {aliased}").collect()) == [2, 4]
 
 
 def test_a_udf_marked_non_deterministic_is_refused_at_create(
