@@ -107,6 +107,7 @@ def test_drop_table_on_a_dynamic_table_points_to_drop_dynamic_table(
         # the session's: another session refreshing the table reads another value
         ("current_user()", "CURRENT_USER()"),
         ("current_database()", "CURRENT_DATABASE()"),
+        ("current_catalog()", "CURRENT_CATALOG()"),
     ],
 )
 def test_non_deterministic_functions_are_refused_at_create(
