@@ -598,25 +598,21 @@ def session_calls(query: exp.Query, text: str, columns: Collection[str]) -> list
     rows would disagree with those before. ``current_user``, ``session_user`` and
     ``user`` written bare are a column where one of that name is in scope (Spark reads
     it first: checked), a call otherwise."""
-    names = _names(text, columns)
     found = [node.sql("spark") for node in query.walk() if _session_call(node)]
-    found += [
-        f"{word.upper()}()"
-        for word, _, _, qualifier in _bare_words(text)
-        if word in _SESSION_WORDS and not qualifier and word not in names
-    ]
-    return found
+    return found + _bare_calls(text, columns, _SESSION_WORDS)
 
 
 def clock_calls(text: str, columns: Collection[str]) -> list[str]:
     """``current_timestamp`` written bare where no column of that name is in scope:
     Spark reads the clock there (sqlglot reads it as the call wherever it stands)."""
+    return _bare_calls(text, columns, _CLOCK_WORDS)
+
+
+def _bare_calls(text: str, columns: Collection[str], words: frozenset[str]) -> list[str]:
+    """The bare ``words`` of ``text`` Spark reads as calls: those naming nothing in
+    scope (a table's alias qualifying a column is among the names)."""
     names = _names(text, columns)
-    return [
-        f"{word.upper()}()"
-        for word, _, _, qualifier in _bare_words(text)
-        if word in _CLOCK_WORDS and not qualifier and word not in names
-    ]
+    return [f"{w.upper()}()" for w, _, _ in _bare_words(text) if w in words and w not in names]
 
 
 def reads_context(query: exp.Query, text: str) -> bool:
@@ -631,8 +627,8 @@ def _session_call(node: exp.Expr) -> bool:
     )
 
 
-def _bare_words(text: str) -> list[tuple[str, int, int, bool]]:
-    """(word, start, end exclusive, whether it qualifies a name) of each session or clock
+def _bare_words(text: str) -> list[tuple[str, int, int]]:
+    """(word, start, end exclusive) of each session or clock
     word (``current_user``, ``current_timestamp``) written without parentheses, not as a
     quoted, qualified or given name, nor a table's (``FROM user``)."""
     if not _A_BARE_WORD.search(text):
@@ -650,10 +646,9 @@ def _bare_words(text: str) -> list[tuple[str, int, int, bool]]:
             continue
         if i and tokens[i - 1].token_type in _BEFORE_A_TABLE:
             continue
-        after = tokens[i + 1].token_type if i + 1 < len(tokens) else None
-        if after == TokenType.L_PAREN:
+        if i + 1 < len(tokens) and tokens[i + 1].token_type == TokenType.L_PAREN:
             continue  # a call
-        out.append((word, t.start, t.end + 1, after == TokenType.DOT))
+        out.append((word, t.start, t.end + 1))
     return out
 
 
@@ -663,7 +658,7 @@ def _bare_words_as_names(text: str) -> str:
     ``current_user`` back as ``CURRENT_USER()``, a call. One that is no name is refused
     at CREATE (session_calls, clock_calls), so none reaches a refresh."""
     out, at = [], 0
-    for _, start, end, _ in _bare_words(text):
+    for _, start, end in _bare_words(text):
         out += [text[at:start], back_quoted(text[start:end])]
         at = end
     return "".join(out) + text[at:]
