@@ -515,7 +515,7 @@ def caches_tables(spark: Any, catalog: str) -> bool:
 
 
 @contextmanager
-def _active(spark: Any) -> Iterator[None]:
+def active_session(spark: Any) -> Iterator[None]:
     """``spark`` as the JVM thread's active session while Iceberg resolves a name: Spark
     sets a catalog up from the settings of the thread's active session, and a Python
     thread other than the one that built the session has none (helper-30). There a
@@ -540,7 +540,7 @@ def load_table(spark: Any, name: TableName) -> IcebergTable | None:
     exist. From a caching catalog the table is refreshed: else a refresh did not find
     the write it had just staged, and published its state without it."""
     try:
-        with _active(spark):
+        with active_session(spark):
             jtable = java_class(spark, SPARK3_UTIL).loadIcebergTable(
                 spark._jsparkSession, name.sql()
             )

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from dyntables.catalog.definition import PREFIX
-from dyntables.catalog.iceberg import IcebergTable
+from dyntables.catalog.iceberg import IcebergTable, active_session
 from dyntables.engine.jvm import java_class
 
 COMPACT_MIN_FILES = 64
@@ -42,7 +42,12 @@ def compact_if_fragmented(session: Any, table: IcebergTable) -> tuple[int, int] 
     if files < max(COMPACT_MIN_FILES, 2 * last):
         return None
     actions = java_class(session, "org.apache.iceberg.spark.actions.SparkActions")
-    result = actions.get(session._jsparkSession).rewriteDataFiles(table._t).execute()
+    # the rewrite reads each group of files through a name Iceberg resolves in the
+    # thread's active session (its threads inherit it): from a thread other than the
+    # one that built the session, such as the scheduler's, that is not ``session``, and
+    # every compaction failed ("Catalog 'default_cache_iceberg' plugin class not found")
+    with active_session(session):
+        result = actions.get(session._jsparkSession).rewriteDataFiles(table._t).execute()
     rewritten, added = int(result.rewrittenDataFilesCount()), int(result.addedDataFilesCount())
     table.set_properties({FILES_PROPERTY: str(files - rewritten + added)})
     return rewritten, added

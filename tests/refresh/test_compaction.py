@@ -4,6 +4,7 @@ row changes, its next refresh stays INCREMENTAL and a downstream table reads not
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
@@ -122,3 +123,41 @@ def test_a_compacted_source_is_no_lag_and_no_work(lh: Lakehouse, unique) -> None
     assert lh.sql(f"REFRESH DYNAMIC TABLE {dt}").first().refresh_mode == "NO_DATA"
     lh.sql(f"INSERT INTO {src} VALUES ('a', 5)")
     assert lh.sql(f"SHOW DYNAMIC TABLES LIKE '{dt}'").first().data_lag_seconds > 0.0
+
+
+def test_a_refresh_in_another_thread_compacts(
+    lh: Lakehouse, unique, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the scheduler refreshes: from a thread of its own. There Iceberg's rewrite
+    resolved its file groups in another session than the refresh's, and every
+    compaction failed (the demo logged the error each few seconds; the files grew)."""
+    monkeypatch.setattr(compaction, "COMPACT_MIN_FILES", 4)
+    src, dt = unique("src"), unique("dt")
+    lh.sql(
+        f"""
+        CREATE TABLE {src} (id INT, k STRING);
+        INSERT INTO {src} VALUES (1, 'a');
+        CREATE DYNAMIC TABLE {dt} AS SELECT id, k FROM {src}
+        """
+    )
+    outcomes: list[dict[str, str]] = []
+    errors: list[Exception] = []
+
+    def refresh_each_insert() -> None:
+        try:
+            for i in range(2, 9):
+                lh.sql(f"INSERT INTO {src} VALUES ({i}, 'b')")
+                lh.sql(f"REFRESH DYNAMIC TABLE {dt}")
+                outcomes.append(json.loads(_latest(lh, dt).stats))
+        except Exception as exc:  # surfaced in the test's thread
+            errors.append(exc)
+
+    worker = threading.Thread(target=refresh_each_insert)
+    worker.start()
+    worker.join()
+    assert not errors, errors
+    assert not [s["maintenance_error"] for s in outcomes if "maintenance_error" in s]
+    compacted = [s[f"compacted_files.{dt}"] for s in outcomes if f"compacted_files.{dt}" in s]
+    assert compacted and compacted[-1] == "8 -> 1", outcomes
+    assert _data_files(lh, dt) == 1
+    assert_oracle(lh, dt)
