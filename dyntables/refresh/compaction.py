@@ -28,6 +28,9 @@ from dyntables.catalog.iceberg import IcebergTable, active_session
 from dyntables.engine.jvm import java_class
 
 COMPACT_MIN_FILES = 64
+# options of Iceberg's rewrite (its defaults where empty; the differential fuzz lowers
+# ``min-input-files`` to compact tables of a few refreshes)
+REWRITE_OPTIONS: dict[str, str] = {}
 FILES_PROPERTY = PREFIX + "compaction.data_files"
 
 
@@ -47,7 +50,10 @@ def compact_if_fragmented(session: Any, table: IcebergTable) -> tuple[int, int] 
     # one that built the session, such as the scheduler's, that is not ``session``, and
     # every compaction failed ("Catalog 'default_cache_iceberg' plugin class not found")
     with active_session(session):
-        result = actions.get(session._jsparkSession).rewriteDataFiles(table._t).execute()
+        rewrite = actions.get(session._jsparkSession).rewriteDataFiles(table._t)
+        for key, value in REWRITE_OPTIONS.items():
+            rewrite = rewrite.option(key, value)
+        result = rewrite.execute()
     rewritten, added = int(result.rewrittenDataFilesCount()), int(result.addedDataFilesCount())
     table.set_properties({FILES_PROPERTY: str(files - rewritten + added)})
     return rewritten, added

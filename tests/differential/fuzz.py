@@ -219,6 +219,13 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="also write the summary and coverage table as markdown (for the README)",
     )
+    parser.add_argument(
+        "--compact-at",
+        type=int,
+        default=None,
+        help="compact a dynamic table's files from this many (not 64) and fail a refresh "
+        "whose compaction fails: the compiler's paths over the tables' own compactions",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="print every refresh")
     args = parser.parse_args(argv)
 
@@ -258,6 +265,12 @@ def _run(
         harness = Harness(
             lh, stats, log=print if args.verbose else None, quoted_names=args.quoted_names or None
         )
+        if args.compact_at is not None:
+            from dyntables.refresh import compaction
+
+            compaction.COMPACT_MIN_FILES = args.compact_at
+            compaction.REWRITE_OPTIONS = {"min-input-files": str(args.compact_at)}
+            harness.maintenance_checked = True
         if args.replay or args.quick:
             plan = [(parse_scenario(p.read_text(), p.stem), None) for p in args.replay or []]
             plan += [(sc, None) for sc in (quick_scenarios() if args.quick else [])]
@@ -307,6 +320,8 @@ def _run(
     print("=" * 78)
     print(f"differential fuzz summary (seed {seed}, {time.monotonic() - started:.0f} s)")
     print(stats.summary())
+    if args.compact_at is not None:
+        print(f"dynamic tables' compactions (from {args.compact_at} files): {harness.compactions}")
     print()
     print(stats.coverage_table())
     if args.report is not None:

@@ -411,6 +411,10 @@ class Harness:
         self.stats = stats if stats is not None else Stats()
         self.log = log or (lambda _msg: None)
         self.large = 0  # the running scenario's as_if_large
+        # a refresh whose maintenance (retention, compaction) failed fails the scenario:
+        # the refresh reports it only in its stats, which cost a query to read
+        self.maintenance_checked = False
+        self.compactions = 0  # of dynamic tables, seen where maintenance_checked
         self.oracle = lh.spark.newSession()  # temp views pinning sources live here only
         self.oracle.sql(f"USE `{lh.catalog}`.`{lh.namespace}`")
 
@@ -652,6 +656,8 @@ class Harness:
             seconds,
         )
         self._record(result, info, rec)
+        if self.maintenance_checked:
+            self._check_maintenance(info)
         if unchanged and out.refresh_mode != NO_DATA:
             raise Failure(
                 f"no source changed since the last refresh, but it ran {out.refresh_mode} ({out.reason})"
@@ -700,11 +706,24 @@ class Harness:
 
     def _stat(self, info: DtInfo, key: str) -> str:
         """A stat of the table's last refresh ("" when it has none)."""
+        return str(self._stats(info).get(key, ""))
+
+    def _stats(self, info: DtInfo) -> dict[str, object]:
+        """The stats of the table's last refresh."""
         name = parse_name(info.name).table.replace("'", "")
         row = self.lh.sql(
             f"SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '{name}' LIMIT 1"
         ).first()
-        return str(json.loads(row["stats"] or "{}").get(key, "")) if row else ""
+        return dict(json.loads(row["stats"] or "{}")) if row else {}
+
+    def _check_maintenance(self, info: DtInfo) -> None:
+        stats = self._stats(info)
+        if "maintenance_error" in stats:
+            raise Failure(f"the refresh's maintenance failed: {stats['maintenance_error']}")
+        compacted = [v for k, v in stats.items() if k.startswith("compacted_files.")]
+        if compacted and compacted != ["0 -> 0"]:
+            self.compactions += 1
+            self.log(f"    compacted: {compacted[0]} files")
 
     def _sources_unchanged(self, real: str) -> bool:
         """Whether a refresh of ``real`` has nothing to read: no source changed since its
