@@ -385,6 +385,13 @@ class Mismatch(Failure):
     """The dynamic table's contents are wrong (the oracle, a twin, a forced FULL...)."""
 
 
+# the partition transforms _layout chooses among, by the column's type
+_LAYOUTS = {
+    "timestamp": ("days(`{}`)", "hours(`{}`)", "months(`{}`)", "years(`{}`)"),
+    "date": ("`{}`", "months(`{}`)", "years(`{}`)"),
+}
+
+
 class Harness:
     def __init__(
         self,
@@ -590,11 +597,12 @@ class Harness:
     # -- refresh steps ---------------------------------------------------------------------------
     def _layout(self, written: str, query: str) -> str:
         """``PARTITIONED BY`` the first column of the query's rows that a partition
-        overwrite can use (days of a timestamp, a date or an integer itself), for one
-        query in three, chosen by its text (so a replay chooses the same), and for every
-        query of a scenario whose partitions are overwritten whatever their files; else
-        nothing."""
-        if zlib.crc32(written.encode()) % 3 and self.large != 2:
+        overwrite can use (hours, days, months or years of a timestamp; a date itself,
+        its months or years; an integer itself), for one query in three, chosen by its
+        text (so a replay chooses the same), and for every query of a scenario whose
+        partitions are overwritten whatever their files; else nothing."""
+        crc = zlib.crc32(written.encode())
+        if crc % 3 and self.large != 2:
             return ""
         try:
             fields = self.oracle.sql(query).schema.fields
@@ -603,11 +611,8 @@ class Harness:
         for f in fields:
             type_sql = f.dataType.simpleString()
             if type_sql in ("timestamp", "date", "int", "bigint") and re.fullmatch(r"\w+", f.name):
-                return (
-                    f"PARTITIONED BY (days(`{f.name}`))"
-                    if type_sql == "timestamp"
-                    else f"PARTITIONED BY (`{f.name}`)"
-                )
+                layouts = _LAYOUTS.get(type_sql, ("`{}`",))
+                return f"PARTITIONED BY ({layouts[crc // 3 % len(layouts)].format(f.name)})"
         return ""
 
     def _dt(self, real: str) -> Any:
