@@ -25,7 +25,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # ty
         f"differential: {s.scenarios} scenarios, {s.queries} queries, {s.refreshes} refreshes checked "
         f"(INCREMENTAL {s.modes['INCREMENTAL']}, FULL {s.modes['FULL']}, forced FULL {s.modes['forced']}, "
         f"NO_DATA {s.modes['NO_DATA']}, injected failures {s.modes['faults']}), {s.mismatches} mismatches, "
-        f"{s.known_bugs} known bugs reproduced, {s.seconds:.0f} s"
+        f"{s.known_bugs} known bugs reproduced, {s.compactions} compactions of dynamic tables, "
+        f"{s.seconds:.0f} s"
     )
     if TIMES:
         slowest = ", ".join(f"{name} {sec:.0f} s" for sec, name in sorted(TIMES)[::-1][:10])

@@ -320,8 +320,6 @@ def _run(
     print("=" * 78)
     print(f"differential fuzz summary (seed {seed}, {time.monotonic() - started:.0f} s)")
     print(stats.summary())
-    if args.compact_at is not None:
-        print(f"dynamic tables' compactions (from {args.compact_at} files): {harness.compactions}")
     print()
     print(stats.coverage_table())
     if args.report is not None:

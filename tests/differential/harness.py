@@ -194,6 +194,8 @@ class Stats:
     # dynamic tables created partitioned (see as_if_large, _layout)
     large: int = 0
     partitioned: int = 0
+    # dynamic tables' own compactions seen (where the harness checks maintenance)
+    compactions: int = 0
     seconds: float = 0.0
     # wall seconds by kind of work (sql, create_dt, refresh, check, cleanup, ...), to see
     # where a profile's time goes
@@ -229,6 +231,7 @@ class Stats:
             "mismatches",
             "errors",
             "scenario_errors",
+            "compactions",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.modes.update(other.modes)
@@ -304,7 +307,8 @@ class Stats:
             f"other failures:      {self.errors} (refresh errors, broken invariants)",
             f"scenario errors:     {self.scenario_errors} (the generator's fault, not dyntables')",
             f"as if large:         {self.large} scenarios (deltas MERGEd or overwritten by partition), "
-            f"{self.partitioned} dynamic tables partitioned",
+            f"{self.partitioned} dynamic tables partitioned"
+            + (f", {self.compactions} compactions of them" if self.compactions else ""),
             f"time:                {self.seconds:.0f} s",
         ]
         if self.timing:
@@ -421,7 +425,6 @@ class Harness:
         # a refresh whose maintenance (retention, compaction) failed fails the scenario:
         # the refresh reports it only in its stats, which cost a query to read
         self.maintenance_checked = False
-        self.compactions = 0  # of dynamic tables, seen where maintenance_checked
         self.oracle = lh.spark.newSession()  # temp views pinning sources live here only
         self.oracle.sql(f"USE `{lh.catalog}`.`{lh.namespace}`")
 
@@ -727,7 +730,7 @@ class Harness:
             raise Failure(f"the refresh's maintenance failed: {stats['maintenance_error']}")
         compacted = [v for k, v in stats.items() if k.startswith("compacted_files.")]
         if compacted and compacted != ["0 -> 0"]:
-            self.compactions += 1
+            self.stats.compactions += 1
             self.log(f"    compacted: {compacted[0]} files")
 
     def _sources_unchanged(self, real: str) -> bool:
