@@ -75,7 +75,7 @@ def _alternatives(item: exp.Expr) -> list[list[exp.Expr]]:
         ]
     if isinstance(item, exp.GroupingSets):
         return [_unit(u) for u in item.expressions]
-    return [[item]]
+    return [[item.unnest()]]
 
 
 def _unit(u: exp.Expr) -> list[exp.Expr]:
@@ -83,7 +83,10 @@ def _unit(u: exp.Expr) -> list[exp.Expr]:
     if isinstance(u, (exp.Rollup, exp.Cube, exp.GroupingSets)):
         raise Unsupported("ROLLUP/CUBE/GROUPING SETS nested in another")
     if isinstance(u, exp.Tuple):
-        return list(u.expressions)
+        # a key's parentheses are no part of it: ``(a - b)`` in ``(k, (a - b))`` is the
+        # key ``a - b`` of the set ``((a - b))``, else a select item ``(a - b)`` was
+        # NULL in that set's rows, as a key outside it
+        return [e.unnest() for e in u.expressions]
     if isinstance(u, exp.Paren):
         return _unit(u.this)
     return [u]

@@ -30,6 +30,21 @@ def test_a_key_of_the_set_is_its_grouped_value_whatever_is_outside_the_set() -> 
     ]
 
 
+def test_a_parenthesized_key_is_the_same_key_in_every_set() -> None:
+    """``(a - b)`` inside the set ``(k, (a - b))`` and the set ``((a - b))`` written
+    alone are one key (seed 730303: the first kept its parentheses, the second did
+    not, and the select item ``(a - b)`` was NULL in the second set's rows, as a key
+    outside it, where Spark answers its value)."""
+    assert _branches(
+        "SELECT k, (a - b) AS c, COUNT(*) AS n FROM t "
+        "GROUP BY GROUPING SETS ((k, (a - b)), ((a - b)), ()), (k)"
+    ) == [
+        "SELECT k, (a - b) AS c, COUNT(*) AS n FROM t GROUP BY k, a - b",
+        "SELECT k, (a - b) AS c, COUNT(*) AS n FROM t GROUP BY a - b, k",
+        "SELECT k, (NULL) AS c, COUNT(*) AS n FROM t GROUP BY k",
+    ]
+
+
 def _over_rows(sql: str) -> exp.Select:
     select = sqlglot.parse_one(sql, read="spark")
     assert isinstance(select, exp.Select)
