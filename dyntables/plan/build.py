@@ -990,7 +990,9 @@ class _Builder:
         subquery's value, the same for every group)."""
         group_exprs: list[exp.Expr] = []
         if group is not None:  # grouping sets were split into plain GROUP BYs before
-            group_exprs = list(group.expressions)
+            # a key's parentheses are no part of it: GROUP BY (a - b) groups the item
+            # a - b (its columns were taken for neither grouped nor aggregated: FULL)
+            group_exprs = [g.unnest() for g in group.expressions]
             if group.args.get("all"):
                 # an item with an aggregate inside a window (RANK() OVER (ORDER BY
                 # SUM(x))) is no key; one with a window over no aggregate is refused

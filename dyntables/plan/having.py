@@ -54,7 +54,7 @@ def as_where(select: exp.Select) -> exp.Select | None:
         raise Unsupported(
             "SUBQUERY_EXPRESSION", "a subquery in a HAVING that reads grouping() or grouping_id()"
         )
-    grouped = list(group.expressions) if group is not None else []
+    grouped = [g.unnest() for g in group.expressions] if group is not None else []
     hidden: dict[str, tuple[str, exp.Expr]] = {}
 
     def hide(n: exp.Expr) -> exp.Column:

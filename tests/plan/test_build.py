@@ -162,6 +162,16 @@ def test_other_aggregates_of_distinct_values_are_recomputed_as_written() -> None
     assert written[2].startswith("COUNT(DISTINCT ") and written[2].count(",") == 1
 
 
+def test_a_key_in_parentheses_groups_the_item_written_without() -> None:
+    """``GROUP BY (n + 1)`` beside the item ``n + 1`` (and in a HAVING): the key's
+    parentheses are no part of it. Its column was neither grouped nor aggregated to
+    the compiler, and the table FULL (UNRESOLVED_QUERY) at every refresh."""
+    agg = _aggregate_of(
+        "SELECT n + 1 AS m, COUNT(*) AS c FROM t0 GROUP BY (n + 1) HAVING n + 1 > (0)"
+    )
+    assert [k.sql("spark") for k in agg.keys] == ["c1 + 1"]
+
+
 def test_group_by_all_groups_by_the_items_without_an_aggregate() -> None:
     agg = _aggregate_of("SELECT k, n + 1 AS m, SUM(z) AS s, COUNT(*) + 1 AS c FROM t0 GROUP BY ALL")
     assert len(agg.keys) == 2 and [a.func for a in agg.aggs] == ["sum", "count_star"]
