@@ -28,7 +28,7 @@ from dyntables.catalog.iceberg import IcebergTable, active_session
 from dyntables.engine.jvm import java_class
 
 COMPACT_MIN_FILES = 64
-# options of Iceberg's rewrite (its defaults where empty; the differential fuzz lowers
+# options of Iceberg's rewrite (its defaults where empty; the differential tests lower
 # ``min-input-files`` to compact tables of a few refreshes)
 REWRITE_OPTIONS: dict[str, str] = {}
 FILES_PROPERTY = PREFIX + "compaction.data_files"
