@@ -37,6 +37,7 @@ every shape it contains; ``(all)`` counts each query once):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -53,7 +54,7 @@ from tests.differential.generate import (
     quick_scenarios,
     scenario_from_seed,
 )
-from tests.differential.harness import Harness, Result, Stats
+from tests.differential.harness import Harness, Result, Stats, compacting_from
 
 
 def shrink(harness: Harness, failing: Result, budget: float, log=print) -> Scenario:
@@ -258,19 +259,22 @@ def _run(
     stats = Stats()
     failures: list[tuple[Result, Path]] = []
     started = time.monotonic()
-    with Lakehouse(
-        warehouse=warehouse,
-        conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
-    ) as lh:
+    compacting = (
+        compacting_from(args.compact_at)
+        if args.compact_at is not None
+        else contextlib.nullcontext()
+    )
+    with (
+        compacting,
+        Lakehouse(
+            warehouse=warehouse,
+            conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
+        ) as lh,
+    ):
         harness = Harness(
             lh, stats, log=print if args.verbose else None, quoted_names=args.quoted_names or None
         )
-        if args.compact_at is not None:
-            from dyntables.refresh import compaction
-
-            compaction.COMPACT_MIN_FILES = args.compact_at
-            compaction.REWRITE_OPTIONS = {"min-input-files": str(args.compact_at)}
-            harness.maintenance_checked = True
+        harness.maintenance_checked = args.compact_at is not None
         if args.replay or args.quick:
             plan = [(parse_scenario(p.read_text(), p.stem), None) for p in args.replay or []]
             plan += [(sc, None) for sc in (quick_scenarios() if args.quick else [])]

@@ -51,7 +51,7 @@ from dyntables.catalog.iceberg import load_table
 from dyntables.ivm import rules
 from dyntables.ivm.rules import ranks_all_rows
 from dyntables.plan.query import never_true, on_day
-from dyntables.refresh import apply, day, faults
+from dyntables.refresh import apply, compaction, day, faults
 from dyntables.refresh.history import FULL, INCREMENTAL, NO_DATA
 from dyntables.refresh.planner import DELTA_SQL_INVALID, INCONSISTENT_STATE
 from dyntables.refresh.sessions import keys_set
@@ -307,8 +307,8 @@ class Stats:
             f"other failures:      {self.errors} (refresh errors, broken invariants)",
             f"scenario errors:     {self.scenario_errors} (the generator's fault, not dyntables')",
             f"as if large:         {self.large} scenarios (deltas MERGEd or overwritten by partition), "
-            f"{self.partitioned} dynamic tables partitioned"
-            + (f", {self.compactions} compactions of them" if self.compactions else ""),
+            f"{self.partitioned} dynamic tables partitioned",
+            f"compactions:         {self.compactions} of dynamic tables' own files",
             f"time:                {self.seconds:.0f} s",
         ]
         if self.timing:
@@ -387,6 +387,19 @@ class Failure(Exception):
 
 class Mismatch(Failure):
     """The dynamic table's contents are wrong (the oracle, a twin, a forced FULL...)."""
+
+
+@contextlib.contextmanager
+def compacting_from(files: int) -> Iterator[None]:
+    """Dynamic tables compact their own files from ``files`` (not 64), Iceberg's
+    ``min-input-files`` likewise, until the block ends."""
+    kept = compaction.COMPACT_MIN_FILES, compaction.REWRITE_OPTIONS
+    compaction.COMPACT_MIN_FILES = files
+    compaction.REWRITE_OPTIONS = {"min-input-files": str(files)}
+    try:
+        yield
+    finally:
+        compaction.COMPACT_MIN_FILES, compaction.REWRITE_OPTIONS = kept
 
 
 # the partition transforms _layout chooses among, by the column's type

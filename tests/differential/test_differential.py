@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from dyntables.catalog.iceberg import load_table
-from dyntables.refresh import apply, compaction, faults
+from dyntables.refresh import apply, faults
 from tests.differential import conftest
 from tests.differential.generate import (
     Scenario,
@@ -35,7 +35,7 @@ from tests.differential.generate import (
     quick_scenarios,
     scenarios,
 )
-from tests.differential.harness import Harness, Result, Stats, as_if_large
+from tests.differential.harness import Harness, Result, Stats, as_if_large, compacting_from
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(__file__).with_name("scenarios")
@@ -74,12 +74,8 @@ def quick_results(lh) -> dict[str, Result]:  # type: ignore[no-untyped-def]
 
     # the dynamic tables compact their own files from 2 (not 64), from these threads as
     # from the scheduler's (a compaction from a thread of its own failed, session 44)
-    kept = compaction.COMPACT_MIN_FILES, compaction.REWRITE_OPTIONS
-    compaction.COMPACT_MIN_FILES, compaction.REWRITE_OPTIONS = 2, {"min-input-files": "2"}
-    try:
+    with compacting_from(2):
         done = _run_side_by_side(runs, run, max(1, THREADS))
-    finally:
-        compaction.COMPACT_MIN_FILES, compaction.REWRITE_OPTIONS = kept
     results: dict[str, Result] = {}
     for key, stats, result in done:
         conftest.TIMES.append((result.seconds, key))
