@@ -64,6 +64,8 @@ if TYPE_CHECKING:
 
 # the table property where a refresh's publish carries its history row
 RECORD = PREFIX + "refresh.record"
+# a refresh's stats: "compacted_files.<table>" is "rewritten -> written" files
+COMPACTED = "compacted_files"
 LOST_NOTE = (
     "recorded by a later refresh: the process of this one stopped after its commit, "
     "before it recorded it"
@@ -82,6 +84,10 @@ class RefreshOutcome:
     job_id: str
     reason: str | None = None
     error: str | None = None
+    # after a committed refresh: its table's files compacted ("64 -> 1"), or why the
+    # retention or compaction that follows a commit failed (the refresh stands)
+    compacted: str | None = None
+    maintenance_error: str | None = None
 
 
 @dataclass
@@ -302,7 +308,7 @@ class Refresher:
                 dt,
                 trigger,
                 started,
-                _succeeded(dt, mode, result, t0, job_id, reason),
+                _succeeded(dt, mode, result, t0, job_id, reason, stats),
                 {**stats, "note": LOST_NOTE},
             )
             _publish(
@@ -318,7 +324,7 @@ class Refresher:
                 self._maintain(dt, staged, state, stats, session)
             else:  # paused past the lease: its new holder may have staged a snapshot
                 stats["maintenance"] = "skipped: the refresh lease was taken over meanwhile"
-            outcome = _succeeded(dt, mode, result, t0, job_id, reason)
+            outcome = _succeeded(dt, mode, result, t0, job_id, reason, stats)
             self.history.append([self._row(dt, trigger, started, outcome, stats)])
             return outcome
         except Exception as exc:
@@ -456,7 +462,7 @@ class Refresher:
                 stats[f"expired_snapshots.{name.rsplit('.', 1)[-1]}"] = count
             compacted = compact_if_fragmented(session, table)
             if compacted:
-                stats[f"compacted_files.{dt.name.parts[-1]}"] = "{} -> {}".format(*compacted)
+                stats[f"{COMPACTED}.{dt.name.parts[-1]}"] = "{} -> {}".format(*compacted)
         except Exception as exc:
             stats["maintenance_error"] = " ".join(summary(exc).split())[:200]
 
@@ -561,7 +567,10 @@ def _succeeded(
     t0: float,
     job_id: str,
     reason: str | None,
+    stats: dict[str, object],
 ) -> RefreshOutcome:
+    compacted = next((str(v) for k, v in stats.items() if k.startswith(f"{COMPACTED}.")), None)
+    error = stats.get("maintenance_error")
     return RefreshOutcome(
         str(dt.name),
         SUCCEED,
@@ -571,6 +580,8 @@ def _succeeded(
         int((time.monotonic() - t0) * 1000),
         job_id,
         reason,
+        compacted=compacted,
+        maintenance_error=None if error is None else str(error),
     )
 
 

@@ -20,6 +20,9 @@ SKIPPED = "skipped"  # not run this cycle: an upstream failed or is busy elsewhe
 BUSY = "busy"  # a refresh outside this scheduler holds this table's refresh lease
 BACKLOG = "backlog"  # the refresh takes longer than the interval
 SUSPENDED = "suspended"  # suspended after too many consecutive failures
+# a refresh committed, then its table's maintenance (snapshot expiry, compaction)
+# failed: the refresh stands, but snapshots or small files pile up until one succeeds
+MAINTENANCE = "maintenance"
 ERROR = "error"  # the scheduler itself could not plan (e.g. catalog unreachable)
 INFO = "info"  # service start/stop lines
 
@@ -131,7 +134,7 @@ def logging_listener(logger: logging.Logger | None = None) -> Listener:
         level = logging.INFO
         if event.kind == REFRESHED and event.mode == NO_DATA and not event.message:
             level = logging.DEBUG  # a quiet pipeline refreshes often and finds nothing
-        elif event.kind in (FAILED, BACKLOG, SKIPPED):
+        elif event.kind in (FAILED, BACKLOG, SKIPPED, MAINTENANCE):
             level = logging.WARNING
         elif event.kind in (SUSPENDED, ERROR):
             level = logging.ERROR

@@ -349,6 +349,17 @@ class Scheduler:
         )
         self.last[task.name] = event
         self._emit(event)
+        if outcome.maintenance_error:
+            self._emit(
+                ev.SchedulerEvent(
+                    ev.MAINTENANCE,
+                    result.ended,
+                    task.name,
+                    message=f"the refresh committed; the maintenance after it failed "
+                    f"(it is tried again after the next refresh): {outcome.maintenance_error}",
+                    job_id=outcome.job_id,
+                )
+            )
         if interval is not None and duration > interval:
             last = self._warned.get(task.name)
             if last is None or result.ended - last >= self.config.backlog_warning_every:

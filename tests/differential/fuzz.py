@@ -224,8 +224,8 @@ def main(argv: list[str] | None = None) -> int:
         "--compact-at",
         type=int,
         default=None,
-        help="compact a dynamic table's files from this many (not 64) and fail a refresh "
-        "whose compaction fails: the compiler's paths over the tables' own compactions",
+        help="compact a dynamic table's files from this many (not 64): the compiler's "
+        "paths over the tables' own compactions",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="print every refresh")
     args = parser.parse_args(argv)
@@ -274,7 +274,6 @@ def _run(
         harness = Harness(
             lh, stats, log=print if args.verbose else None, quoted_names=args.quoted_names or None
         )
-        harness.maintenance_checked = args.compact_at is not None
         if args.replay or args.quick:
             plan = [(parse_scenario(p.read_text(), p.stem), None) for p in args.replay or []]
             plan += [(sc, None) for sc in (quick_scenarios() if args.quick else [])]

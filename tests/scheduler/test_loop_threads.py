@@ -98,6 +98,7 @@ class FakeRefresher:
     duration: tuple[float, float] = (0.01, 0.05)
     failing: set[str] = field(default_factory=set)
     busy: set[str] = field(default_factory=set)
+    unmaintained: set[str] = field(default_factory=set)  # commit, then maintenance fails
     runs: list[tuple[str, float, float]] = field(default_factory=list)
     last_tries: list[tuple[str, str | None]] = field(default_factory=list)
     running: set[str] = field(default_factory=set)
@@ -130,8 +131,16 @@ class FakeRefresher:
         if dt.table in self.failing:
             raise RefreshFailedError(f"refresh of {name} failed: boom")
         self.catalog.committed(name, end)
+        error = "Catalog 'x' plugin class not found" if dt.table in self.unmaintained else None
         return RefreshOutcome(
-            name, "SUCCEED", "INCREMENTAL", 1, 0, int((end - start) * 1000), "job"
+            name,
+            "SUCCEED",
+            "INCREMENTAL",
+            1,
+            0,
+            int((end - start) * 1000),
+            "job",
+            maintenance_error=error,
         )
 
 
@@ -260,6 +269,27 @@ def test_busy_elsewhere_is_no_failure() -> None:
     assert catalog.suspended == [] and catalog.skips == []
     assert any(e.kind == ev.BUSY for e in events)
     assert all(e.kind != ev.FAILED for e in events)
+
+
+def test_a_failed_maintenance_is_a_warning_not_a_failure() -> None:
+    """The refresh committed; its compaction or expiry failed after. Said once per
+    refresh (the demo's compactions failed for weeks with only a stats key to show it),
+    and nothing backs off, skips or suspends."""
+    catalog = FakeCatalog()
+    catalog.add("m", "base", interval=0.05)
+    catalog.add("down", "m", interval=0.05)
+    refresher = FakeRefresher(catalog, unmaintained={"m"})
+    events: list[SchedulerEvent] = []
+    s = scheduler(catalog, refresher, events, policy=Policy(max_failures=1)).start()
+    time.sleep(0.5)
+    assert s.stop(5)
+    kinds = [e.kind for e in events if e.name == "cat.ns.m"]
+    assert kinds.count(ev.REFRESHED) >= 2
+    assert kinds.count(ev.MAINTENANCE) == kinds.count(ev.REFRESHED)
+    warning = next(e for e in events if e.kind == ev.MAINTENANCE)
+    assert "plugin class not found" in ev.format_event(warning)
+    assert all(e.kind == ev.REFRESHED for e in events if e.name == "cat.ns.down")
+    assert catalog.suspended == [] and catalog.skips == []
 
 
 def test_suspend_is_honoured_right_before_a_refresh_starts() -> None:
