@@ -39,7 +39,7 @@ def translate(exc: BaseException, statement: str = "") -> DynTablesError:
         name = _quoted_name(message)
         return TableNotFoundError(
             f"table or view {name} not found; check the name with SHOW TABLES (names resolve in the "
-            "current schema, 'public' by default) or create it first"
+            "current schema, 'public' by default) or create it first" + _metadata_table_hint(name)
         )
     if error_class in _EXISTS:
         return TableExistsError(f"{message}; drop it first or use another name")
@@ -120,6 +120,45 @@ def _error_class(exc: BaseException) -> str:
 def _quoted_name(message: str) -> str:
     match = re.search(r"`[^`]+`(?:\.`[^`]+`)*", message)
     return match.group(0).replace("`", "'") if match else "(unknown)"
+
+
+# Iceberg's metadata tables; `t.snapshots` reads as table `snapshots` in schema `t`.
+_METADATA_TABLES = frozenset(
+    [
+        "history",
+        "metadata_log_entries",
+        "snapshots",
+        "entries",
+        "files",
+        "data_files",
+        "delete_files",
+        "manifests",
+        "partitions",
+        "position_deletes",
+        "refs",
+        "all_data_files",
+        "all_delete_files",
+        "all_entries",
+        "all_files",
+        "all_manifests",
+    ]
+)
+
+
+def _metadata_table_hint(name: str) -> str:
+    """Spark reads a two-part name as schema.table, so a table's metadata table or branch
+    named from the current schema (`o.snapshots`, `o.branch_dev`) is not found; Iceberg
+    finds it under the table's full name, which the message then spells out."""
+    parts = [part.strip("'") for part in name.split("'.'")]
+    if len(parts) != 2:
+        return ""
+    table, suffix = parts
+    if suffix.lower() in _METADATA_TABLES or suffix.lower().startswith(("branch_", "tag_")):
+        return (
+            f"; a table's metadata tables, branches and tags are named with its schema "
+            f"too, as in public.{table}.{suffix}"
+        )
+    return ""
 
 
 def _clip(text: str, limit: int = 100) -> str:
