@@ -351,11 +351,19 @@ class Commands:
         for source in sources:
             table = load_table(self.spark, source)
             if table is None:
-                if self._is_view(source, source.table.lower() in bare):
+                kind = self._kind_of_non_iceberg(source, source.table.lower() in bare)
+                if kind == "VIEW":
                     raise UnsupportedQueryError(
                         f"source {source.parts[-1]} is a view; a dynamic table reads tables, "
                         "whose commits say what changed: read the view's tables in the "
                         "query, or make the view a dynamic table of its own"
+                    )
+                if kind is not None:
+                    raise UnsupportedQueryError(
+                        f"source {source} is {kind}; a dynamic table reads Iceberg tables, "
+                        "whose snapshots say what changed: copy it into one (CREATE TABLE "
+                        "... AS SELECT in an Iceberg catalog) or convert it with Iceberg's "
+                        "migrate procedure"
                     )
                 raise TableNotFoundError(
                     f"source table {source} not found (or not an Iceberg table); create it before the dynamic table"
@@ -382,9 +390,12 @@ class Commands:
             counts.append(table.total_records())
         return pinned, rows_together(counts)
 
-    def _is_view(self, source: TableName, written_bare: bool) -> bool:
-        """A name Spark resolves to a view where no table is: a temporary view (read by
-        a one-part name, as Spark resolves it only then) or a view in the catalog."""
+    def _kind_of_non_iceberg(self, source: TableName, written_bare: bool) -> str | None:
+        """What Spark resolves a name to where no Iceberg table is: ``VIEW`` for a
+        temporary view (read by a one-part name, as Spark resolves it only then) or a
+        view in the catalog; what a table of another format is (``a parquet table``);
+        None when nothing is there. Only the message depends on it: a
+        user who sees "not found" for a table they can query looks for a typo."""
         here = source.parts[:-1] == self.lh.qualify(TableName((source.table,))).parts[:-1]
         names = [(quote_part(source.table), True)] if written_bare and here else []
         for name, temporary_too in [*names, (source.sql(), False)]:
@@ -393,8 +404,23 @@ class Commands:
             except Exception:  # noqa: BLE001 - not found: only the message depends on it
                 continue
             if (temporary_too and found.isTemporary) or str(found.tableType).upper() == "VIEW":
-                return True
-        return False
+                return "VIEW"
+            if not temporary_too:
+                return self._other_format(name)
+        return None
+
+    def _other_format(self, name: str) -> str | None:
+        """A catalog table's format as DESCRIBE TABLE EXTENDED gives it, when not
+        Iceberg."""
+        try:
+            described = self.spark.sql(f"DESCRIBE TABLE EXTENDED {name}")
+            provider = described.where("col_name = 'Provider'").select("data_type").first()
+        except Exception:  # noqa: BLE001 - only the message depends on it
+            return "not an Iceberg table"
+        fmt = str(provider[0]).lower() if provider and provider[0] else ""
+        if fmt == "iceberg":
+            return None
+        return f"a {fmt} table" if fmt else "not an Iceberg table"
 
     def _refuse_names_told_apart_by_case(self, name: TableName, sources: list[TableName]) -> None:
         """Dynamic tables resolve column names as Spark does by default, whatever their

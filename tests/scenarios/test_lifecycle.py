@@ -1335,6 +1335,20 @@ def test_files_by_path_and_views_are_refused_naming_them(lh: Lakehouse, unique) 
         lh.sql(f"CREATE DYNAMIC TABLE {unique('dt')} AS SELECT id FROM {view}")
 
 
+def test_a_table_of_another_format_is_refused_naming_its_format(lh: Lakehouse, unique) -> None:
+    """A parquet table the user can query got "not found (or not an Iceberg table)": a
+    typo hunt for a name that is right."""
+    parquet = f"spark_catalog.default.{unique('pq')}"
+    lh.sql(f"CREATE TABLE {parquet} (k INT) USING parquet")
+    try:
+        with pytest.raises(UnsupportedQueryError, match=f"source {parquet} is a parquet table; "):
+            lh.sql(f"CREATE DYNAMIC TABLE {unique('dt')} AS SELECT k FROM {parquet}")
+    finally:
+        lh.sql(f"DROP TABLE {parquet}")
+    with pytest.raises(TableNotFoundError, match=f"source table {parquet} not found"):
+        lh.sql(f"CREATE DYNAMIC TABLE {unique('dt')} AS SELECT k FROM {parquet}")
+
+
 def test_a_temporary_function_missing_at_refresh_says_where_it_lives(lh: Lakehouse, unique) -> None:
     """A dynamic table over a Python UDF, refreshed by a scheduler in another process:
     Spark says only UNRESOLVED_ROUTINE."""
