@@ -1207,8 +1207,7 @@ def _refuse_unmodelled(tree: exp.Query) -> None:
         raise NotIncremental(
             "TABLESAMPLE",
             "TABLESAMPLE",
-            "a sample draws other rows each time it runs; the changed rows alone cannot "
-            "say which rows it keeps; recomputed FULL",
+            "the changed rows alone cannot say which rows a sample keeps; recomputed FULL",
         )
     for n in nodes:
         if isinstance(n, exp.Pivot) and not isinstance(n.parent and n.parent.parent, exp.From):

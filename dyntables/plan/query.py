@@ -214,6 +214,7 @@ def parse_query(text: str) -> exp.Query:
             .transform(_any_as_bool_or)
             .transform(_struct_field_named_by_key)
             .transform(_struct_row_as_named_struct)
+            .transform(_seed_of_a_sample_without_draw)
             for t in sqlglot.parse(protected, read=_SparkReader)
             if t is not None
         ]
@@ -763,10 +764,62 @@ def non_deterministic_calls(query: exp.Expr) -> list[str]:
     return found
 
 
+def random_samples(query: exp.Expr) -> list[str]:
+    """The TABLESAMPLE clauses that keep a random part of a table's rows (``50
+    PERCENT``, ``BUCKET 3 OUT OF 10``), as written: Spark draws a new seed for each run,
+    so a FULL refresh over the same snapshots keeps other rows (rand() by another name;
+    with REPEATABLE, rand(42): the draw follows the files' split into tasks). A sample of
+    every row, of none, or of the first rows (``2 ROWS``, a LIMIT) is no draw."""
+    return [
+        node.sql("spark").replace(" SEED (", " REPEATABLE (")
+        for node in query.find_all(exp.TableSample)
+        if _draws(node)
+    ]
+
+
+def _draws(node: exp.TableSample) -> bool:
+    percent, numerator = node.args.get("percent"), node.args.get("bucket_numerator")
+    if percent is not None:
+        share = _number(percent)
+        return share is None or 0 < share < 100
+    if numerator is not None:
+        n, d = _number(numerator), _number(node.args.get("bucket_denominator"))
+        return n is None or d is None or n < d
+    return False
+
+
+def _seed_of_a_sample_without_draw(node: exp.Expr) -> exp.Expr:
+    """Spark's ``REPEATABLE (n)``, which sqlglot writes back as ``SEED (n)``, which Spark
+    does not read (CREATE failed with a syntax error): dropped from a sample that draws
+    nothing (``100 PERCENT``, ``2 ROWS``), whose rows no seed changes. A sample that
+    draws is refused by :func:`random_samples`."""
+    if isinstance(node, exp.TableSample) and node.args.get("seed") and not _draws(node):
+        node.set("seed", None)
+    return node
+
+
+def _number(node: exp.Expr | None) -> float | None:
+    if isinstance(node, exp.Literal) and not node.is_string:
+        try:
+            return float(node.name)
+        except ValueError:
+            return None
+    return None
+
+
 def check_deterministic(query: exp.Query, dt_name: str) -> None:
     calls = non_deterministic_calls(query)
     if calls:
         raise non_deterministic(dt_name, calls[0])
+    samples = random_samples(query)
+    if samples:
+        raise NonDeterministicQueryError(
+            f"dynamic table {dt_name} samples rows at random ({samples[0]}): a dynamic "
+            "table must give the same rows for the same source data, and a sample keeps "
+            "other rows each run (with REPEATABLE, once the files are split otherwise). "
+            "Sample by a column instead: WHERE "
+            "abs(hash(key)) % 100 < 10 keeps the same tenth of the keys every time"
+        )
 
 
 def session_dependent(dt_name: str, call: str) -> NonDeterministicQueryError:

@@ -16,6 +16,7 @@ from dyntables.plan.query import (
     parse_query,
     parse_rows,
     pin_sources,
+    random_samples,
     reads_context,
     refs_read,
     scoped_names,
@@ -223,6 +224,33 @@ def test_pinned_reference_keeps_what_it_says_besides_its_name(sql: str, expected
     """A pivot, a sample or column aliases on a table reference used to be dropped with
     the name it replaced: the dynamic table held the plain table's rows."""
     assert pinned(sql) == expected
+
+
+@pytest.mark.parametrize(
+    ("sample", "drawn"),
+    [
+        ("TABLESAMPLE (50 PERCENT)", "TABLESAMPLE (50 PERCENT)"),
+        ("TABLESAMPLE (0.5 PERCENT) REPEATABLE (7)", "TABLESAMPLE (0.5 PERCENT) REPEATABLE (7)"),
+        ("TABLESAMPLE (BUCKET 3 OUT OF 10)", "TABLESAMPLE (BUCKET 3 OUT OF 10)"),
+        # every row, none, or the first rows: no draw
+        ("TABLESAMPLE (100 PERCENT)", None),
+        ("TABLESAMPLE (0 PERCENT)", None),
+        ("TABLESAMPLE (BUCKET 4 OUT OF 4)", None),
+        ("TABLESAMPLE (2 ROWS)", None),
+    ],
+)
+def test_a_sample_that_draws_rows_at_random_is_named_as_written(
+    sample: str, drawn: str | None
+) -> None:
+    tree = parse_query(f"SELECT k FROM t0 {sample} JOIN t1 ON t0.k = t1.k")
+    assert random_samples(tree) == ([drawn] if drawn else [])
+
+
+def test_a_seed_no_draw_reads_is_dropped() -> None:
+    """sqlglot writes REPEATABLE back as SEED, which Spark does not read: CREATE of a
+    100 PERCENT sample with a seed failed with a syntax error."""
+    sql = parse_query("SELECT k FROM t0 TABLESAMPLE (100 PERCENT) REPEATABLE (3)").sql("spark")
+    assert sql == "SELECT k FROM t0 TABLESAMPLE (100 PERCENT)"
 
 
 def test_pinned_unwritten_source_keeps_its_pivot() -> None:

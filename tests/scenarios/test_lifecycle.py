@@ -121,6 +121,29 @@ def test_non_deterministic_functions_are_refused_at_create(
     assert lh.sql(f"SHOW TABLES LIKE '{name}'").count() == 0
 
 
+def test_a_random_sample_is_refused_at_create_and_a_whole_one_refreshes(
+    lh: Lakehouse, pipeline, unique
+) -> None:
+    """TABLESAMPLE (50 PERCENT) is rand() by another name: it refreshed FULL, and each
+    FULL refresh over the same snapshots kept other rows. A sample of every row, with a
+    seed, failed CREATE with a syntax error (sqlglot wrote REPEATABLE back as SEED)."""
+    src, _ = pipeline
+    name = unique("sampled")
+    for sample in ("TABLESAMPLE (50 PERCENT)", "TABLESAMPLE (BUCKET 1 OUT OF 3) REPEATABLE (9)"):
+        with pytest.raises(NonDeterministicQueryError, match=r"samples rows at random") as err:
+            lh.sql(f"CREATE DYNAMIC TABLE {name} AS SELECT k FROM {src} {sample}")
+        assert sample in err.value.message and "abs(hash(key))" in err.value.message
+        assert lh.sql(f"SHOW TABLES LIKE '{name}'").count() == 0
+    lh.sql(
+        f"CREATE DYNAMIC TABLE {name} AS SELECT k FROM {src} TABLESAMPLE (100 PERCENT) "
+        "REPEATABLE (9)"
+    )
+    lh.sql(f"INSERT INTO {src} VALUES ('z', 1)")
+    assert lh.sql(f"REFRESH DYNAMIC TABLE {name}").first()["refresh_mode"] == "FULL"
+    assert_oracle(lh, name)
+    assert lh.sql(f"SELECT * FROM {name} WHERE k = 'z'").count() == 1
+
+
 def test_a_column_named_like_a_session_function_is_read_as_the_column(
     lh: Lakehouse, unique
 ) -> None:
