@@ -545,6 +545,14 @@ class _Builder:
             rows = source.copy()
             rows.set("alias", None)  # relation() names the columns by the alias's
             return Constant(spark_sql(rows), tuple(self.fresh() for _ in names)), names
+        if isinstance(source, exp.Lateral) and not source.args.get("view"):
+            raise NotIncremental(
+                "LATERAL_SUBQUERY",
+                "LATERAL",
+                "a LATERAL subquery has no delta rule; written as a join (its correlation "
+                "in the ON clause) or as a correlated scalar subquery in the SELECT list, "
+                "it is maintained",
+            )
         raise NotIncremental("UNSUPPORTED_SOURCE", type(source).__name__, source.sql("spark")[:80])
 
     def _join(

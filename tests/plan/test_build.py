@@ -224,6 +224,11 @@ def test_group_by_all_beside_an_uncorrelated_scalar_subquery_groups_by_the_other
         ("SELECT k, explode(map_concat(m, map('z', 0))) AS (a, b) FROM t0", "MAP_COLUMN"),
         ("SELECT k, n FROM t0 TABLESAMPLE (50 PERCENT)", "TABLESAMPLE"),
         ("SELECT a.k FROM t0 AS a TABLESAMPLE (2 ROWS) JOIN t1 ON a.k = t1.k", "TABLESAMPLE"),
+        (
+            "SELECT t0.k, x.s FROM t0 JOIN LATERAL (SELECT s FROM t1 WHERE t1.k = t0.k) AS x",
+            "LATERAL_SUBQUERY",
+        ),
+        ("SELECT t0.k, x.c FROM t0, LATERAL (SELECT COUNT(*) AS c FROM t1) x", "LATERAL_SUBQUERY"),
         ("SELECT * FROM t1 PIVOT (FIRST(k) FOR s IN ('a', 'b'))", "PIVOT"),
         ("SELECT * FROM t1 PIVOT (COUNT(*) FOR k IN (1, 1.0))", "PIVOT"),
         (
